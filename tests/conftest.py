@@ -1,0 +1,90 @@
+"""Shared fixtures: real VSH on temporary workspaces, asyncio via anyio's pytest plugin."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from vsh_ai import Evidence
+from vsh_ai._simulate import simulate
+
+os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
+
+Files = Mapping[str, str | bytes]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write_tree(root: Path, files: Files) -> Path:
+    """Materialise ``{relative path: text or bytes}`` under ``root``."""
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+    return root
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    """Every host file's bytes under ``root`` (VSH's own state directory excluded)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".vsh-runtime" not in p.parts
+    }
+
+
+@pytest.fixture
+def make_workspace(tmp_path: Path) -> Callable[[Files], Path]:
+    counter = iter(range(1_000_000))
+
+    def make(files: Files) -> Path:
+        return write_tree(tmp_path / f"ws{next(counter)}", files) if files else _empty(tmp_path / f"ws{next(counter)}")
+
+    return make
+
+
+def _empty(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+EvidenceFactory = Callable[..., "object"]
+
+
+@pytest.fixture
+def evidence_for(make_workspace: Callable[[Files], Path]) -> Callable[..., object]:
+    """``await evidence_for(files, code, intent=..., policy=..., language=...)`` → real Evidence."""
+
+    async def build(
+        files: Files,
+        code: str,
+        *,
+        intent: str = "test change",
+        policy: str = "strict",
+        language: str = "monty",
+        review_content_bytes: int = 1 << 20,
+    ) -> Evidence:
+        workspace = make_workspace(files)
+        before = snapshot_tree(workspace)
+        result = await simulate(
+            workspace,
+            code,
+            intent=intent,
+            policy=policy,
+            language=language,  # type: ignore[arg-type]
+            review_content_bytes=review_content_bytes,
+        )
+        assert snapshot_tree(workspace) == before, "simulate() must never change host files"
+        assert result.evidence is not None, f"VSH {result.state}: {result.deny_reason}"
+        return result.evidence
+
+    return build

@@ -1,0 +1,45 @@
+"""Keep every public module's ``__all__`` honest: a tuple naming exactly the public names."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import types
+
+import pytest
+
+import vsh_ai
+
+PUBLIC_MODULES = [
+    name
+    for _, name, _ in pkgutil.walk_packages(vsh_ai.__path__, "vsh_ai.")
+    if not any(part.startswith("_") for part in name.split("."))
+] + ["vsh_ai"]
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC_MODULES))
+def test_all_is_a_tuple_of_exactly_the_public_names(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    exported = module.__all__
+    assert isinstance(exported, tuple)
+    assert len(set(exported)) == len(exported), "duplicates in __all__"
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and name not in {"annotations"}
+    }
+    assert set(exported) == public
+    for name in exported:
+        value = getattr(module, name)
+        # Type aliases (Literal[...]) carry typing's module; everything else must be ours.
+        origin = getattr(value, "__module__", "vsh_ai")
+        assert origin.startswith("vsh_ai") or origin == "typing", (name, origin)
+
+
+def test_private_modules_declare_tuple_all() -> None:
+    for _, name, _ in pkgutil.walk_packages(vsh_ai.__path__, "vsh_ai."):
+        module = importlib.import_module(name)
+        if hasattr(module, "__all__"):
+            assert isinstance(module.__all__, tuple), name

@@ -1,0 +1,296 @@
+"""Judges, pipelines of judges, and the fail-closed adapter that makes any judge a VSH hook."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import anyio
+import logfire
+import vsh
+
+from ._evidence import Evidence
+from ._verdict import Usage, Verdict
+
+__all__ = ("Judge", "JudgeHook", "Pipeline", "Quorum", "as_hook", "judge_digest")
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that reviews evidence: ``id`` names it, ``review`` decides.
+
+    A judge may also expose ``digest`` (a stable hash of its definition); the hook id
+    given to VSH derives from it, so a changed definition is a new hook id.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    async def review(self, evidence: Evidence, /) -> Verdict: ...
+
+
+def judge_digest(judge: Judge) -> str:
+    """The definition digest of a judge (its ``digest`` attribute, else its id and type)."""
+    digest = getattr(judge, "digest", None)
+    if isinstance(digest, str) and digest:
+        return digest
+    kind = f"{type(judge).__module__}.{type(judge).__qualname__}"
+    return hashlib.sha256(f"{kind}\n{judge.id}".encode()).hexdigest()
+
+
+def _combined_digest(kind: str, judges: Sequence[Judge], extra: str = "") -> str:
+    parts = [kind, extra, *(judge_digest(j) for j in judges)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _sum_usage(verdicts: Sequence[Verdict]) -> Usage | None:
+    usages = [v.usage for v in verdicts if v.usage is not None]
+    if not usages:
+        return None
+    return Usage(
+        requests=sum(u.requests for u in usages),
+        input_tokens=sum(u.input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+    )
+
+
+class Pipeline:
+    """Ask judges in order; the first verdict that is not ``abstain`` decides.
+
+    Put deterministic rules first: their reject/review is final, and a rule set that
+    escalates (abstains) hands the decision to the next judge, typically an LLM judge.
+    If every judge abstains, the pipeline abstains (the hook then follows VSH policy).
+    """
+
+    def __init__(self, *judges: Judge, id: str | None = None) -> None:
+        if not judges:
+            raise ValueError("Pipeline needs at least one judge")
+        self.judges = judges
+        self.id = id or "pipeline(" + ",".join(j.id for j in judges) + ")"
+        self.digest = _combined_digest("pipeline", judges)
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        trail: list[Verdict] = []
+        for judge in self.judges:
+            verdict = await judge.review(evidence)
+            if not isinstance(verdict, Verdict):
+                raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
+            trail.append(verdict)
+            if verdict.is_final:
+                break
+        last = trail[-1]
+        return last.model_copy(
+            update={
+                "usage": _sum_usage(trail),
+                "details": {**last.details, "trail": [f"{v.judge}:{v.decision}" for v in trail]},
+            }
+        )
+
+
+class Quorum:
+    """Approve only if at least ``required`` judges approve and none rejects.
+
+    Any reject is a reject; otherwise anything short of the quorum is a review that
+    carries the dissenting reasons. Judges run concurrently.
+    """
+
+    def __init__(self, *judges: Judge, required: int, id: str | None = None) -> None:
+        if not judges:
+            raise ValueError("Quorum needs at least one judge")
+        if not 1 <= required <= len(judges):
+            raise ValueError(f"required must be between 1 and {len(judges)}, got {required}")
+        self.judges = judges
+        self.required = required
+        self.id = id or f"quorum({required}/{len(judges)})"
+        self.digest = _combined_digest("quorum", judges, str(required))
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        verdicts: list[Verdict | None] = [None] * len(self.judges)
+
+        async def ask(index: int, judge: Judge) -> None:
+            verdicts[index] = await judge.review(evidence)
+
+        async with anyio.create_task_group() as group:
+            for index, judge in enumerate(self.judges):
+                group.start_soon(ask, index, judge)
+        results: list[Verdict] = []
+        for judge, verdict in zip(self.judges, verdicts, strict=True):
+            if not isinstance(verdict, Verdict):
+                raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
+            results.append(verdict)
+        usage = _sum_usage(results)
+        votes = [f"{v.judge}:{v.decision}" for v in results]
+        rejects = [v for v in results if v.decision == "reject"]
+        if rejects:
+            return Verdict.reject(rejects[0].reason, judge=self.id, usage=usage, details={"votes": votes})
+        approvals = sum(v.decision == "approve" for v in results)
+        if approvals >= self.required:
+            return Verdict.approve(
+                f"{approvals} of {len(results)} judges approved.",
+                judge=self.id,
+                usage=usage,
+                details={"votes": votes},
+            )
+        dissent = next((v for v in results if v.decision == "review"), None)
+        reason = dissent.reason if dissent else "Not enough judges approved."
+        return Verdict.review(
+            f"Quorum not reached ({approvals}/{self.required} approvals): {reason}",
+            judge=self.id,
+            usage=usage,
+            failure=dissent.failure if dissent else None,
+            details={"votes": votes},
+        )
+
+
+def _to_decision(verdict: Verdict) -> vsh.HookDecision:
+    if verdict.decision == "approve":
+        return vsh.HookDecision.approve(verdict.reason)
+    if verdict.decision == "reject":
+        return vsh.HookDecision.reject(verdict.reason)
+    if verdict.decision == "review":
+        return vsh.HookDecision.review(verdict.reason)
+    return vsh.HookDecision.follow_policy()
+
+
+class JudgeHook:
+    """The async VSH hook handler for one judge; owns every fail-closed path.
+
+    Exceptions, a timeout over the whole decision, internal cancellation, a wrong
+    return type, exhausted capacity and incomplete evidence each become ``review``
+    with a short failure category; never ``approve``. ``abstain`` becomes VSH's
+    follow-policy (which never upgrades pending work). Cancellation from outside is
+    re-raised so VSH fails the hook and the transaction stays pending.
+    """
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        timeout: float = 60.0,
+        max_concurrency: int = 8,
+        capacity_wait: float = 5.0,
+        require_complete_evidence: bool = True,
+        remember: int = 256,
+    ) -> None:
+        if not isinstance(judge, Judge):
+            raise TypeError(f"{judge!r} is not a Judge: it needs an `id` and `async review(evidence)`")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError("timeout must be a positive number of seconds")
+        if max_concurrency < 1 or not (math.isfinite(capacity_wait) and capacity_wait >= 0):
+            raise ValueError("max_concurrency must be >= 1 and capacity_wait >= 0")
+        self.judge = judge
+        self.timeout = timeout
+        self.capacity_wait = capacity_wait
+        self.require_complete_evidence = require_complete_evidence
+        self.hook_id = f"vsh-ai:{judge.id}:{judge_digest(judge)[:16]}"
+        self._slots = anyio.CapacityLimiter(max_concurrency)
+        self._remember = remember
+        self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
+
+    def verdict_for(self, transaction: str) -> Verdict | None:
+        """The full verdict of the latest decision on ``transaction`` (recent ones kept)."""
+        return self._verdicts.get(transaction)
+
+    async def __call__(self, event: vsh.RequestEvent) -> vsh.HookDecision:
+        verdict = await self.decide(event)
+        return _to_decision(verdict)
+
+    async def decide(self, event: vsh.RequestEvent | Evidence) -> Verdict:
+        """Review one event and return the (fail-closed) verdict, recording it."""
+        started = time.perf_counter()
+        transaction = event.transaction
+        with logfire.span(
+            "vsh-ai judge {judge_id}", judge_id=self.judge.id, transaction=transaction
+        ) as span:
+            verdict = await self._decide(event)
+            verdict = verdict.model_copy(
+                update={"latency_s": verdict.latency_s or time.perf_counter() - started}
+            )
+            span.set_attributes(
+                {
+                    "verdict": verdict.decision,
+                    "decided_by": verdict.judge,
+                    "failure": verdict.failure or "",
+                    "latency_s": verdict.latency_s or 0.0,
+                }
+            )
+        self._verdicts[transaction] = verdict
+        self._verdicts.move_to_end(transaction)
+        while len(self._verdicts) > self._remember:
+            self._verdicts.popitem(last=False)
+        return verdict
+
+    async def _decide(self, event: vsh.RequestEvent | Evidence) -> Verdict:
+        name = self.judge.id
+        try:
+            evidence = event if isinstance(event, Evidence) else Evidence.from_event(event)
+        except Exception as error:
+            return Verdict.failed(
+                "exception", f"Evidence could not be read ({type(error).__name__}).", judge=name
+            )
+        if self.require_complete_evidence and not evidence.complete:
+            gaps = "; ".join(evidence.gaps())
+            return Verdict.failed(
+                "incomplete_evidence",
+                f"Evidence is incomplete ({gaps}); a human must review this change.",
+                judge=name,
+            )
+        try:
+            with anyio.fail_after(self.capacity_wait):
+                await self._slots.acquire()
+        except TimeoutError:
+            return Verdict.failed(
+                "capacity", "The judge is at capacity; review this change later.", judge=name
+            )
+        try:
+            with anyio.fail_after(self.timeout):
+                verdict = await self.judge.review(evidence)
+        except TimeoutError:
+            return Verdict.failed(
+                "timeout", f"The judge did not decide within {self.timeout:g}s.", judge=name
+            )
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # cancelled from outside: VSH fails the hook, work stays pending
+            return Verdict.failed("cancelled", "The judge's review was cancelled.", judge=name)
+        except Exception as error:
+            return Verdict.failed(
+                "exception", f"The judge failed ({type(error).__name__}).", judge=name
+            )
+        finally:
+            self._slots.release()
+        if not isinstance(verdict, Verdict):
+            return Verdict.failed(
+                "wrong_type",
+                f"The judge returned {type(verdict).__name__}, not a Verdict.",
+                judge=name,
+            )
+        return verdict
+
+
+def as_hook(
+    judge: Judge,
+    *,
+    timeout: float = 60.0,
+    max_concurrency: int = 8,
+    capacity_wait: float = 5.0,
+    require_complete_evidence: bool = True,
+) -> JudgeHook:
+    """Turn any judge into a fail-closed async VSH hook handler.
+
+    Pass the result as ``hook_handler`` to ``vsh.HookedRuntime.open`` together with
+    ``hook_id=hook.hook_id`` (the toolset does this for you).
+    """
+    return JudgeHook(
+        judge,
+        timeout=timeout,
+        max_concurrency=max_concurrency,
+        capacity_wait=capacity_wait,
+        require_complete_evidence=require_complete_evidence,
+    )
