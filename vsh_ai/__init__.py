@@ -1,4 +1,4 @@
-"""vsh-ai: simulate an agent's file changes in VSH, judge the exact diff, commit only approved work."""
+"""vsh-ai: simulate agent file changes in VSH, judge the exact diff, commit approved work."""
 
 from ._evidence import (
     Change,

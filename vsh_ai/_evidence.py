@@ -84,7 +84,11 @@ class Effect(_Frozen):
 
 
 class Content(_Frozen):
-    """Captured bytes of one blob, as VSH supplied it for review."""
+    """Captured bytes of one blob, as VSH supplied it for review (base64 in JSON)."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    )
 
     path: str
     blob: str
@@ -249,9 +253,7 @@ class Evidence(_Frozen):
                 )
                 for e in event.effects
             ),
-            contents=tuple(
-                Content(path=c.path, blob=c.blob, data=c.bytes) for c in event.contents
-            ),
+            contents=tuple(Content(path=c.path, blob=c.blob, data=c.bytes) for c in event.contents),
             execution=ExecutionInfo(
                 language="bash" if context.language is vsh.Language.BASH else "monty",
                 profile=context.profile,
@@ -281,8 +283,11 @@ class Evidence(_Frozen):
 
     def change(self, path: str) -> Change | None:
         """The canonical change at ``path`` (any path spelling), or None."""
-        wanted = normalize_path(path)
-        return next((c for c in self.changes if c.path == wanted), None)
+        return self._changes_by_path.get(normalize_path(path))
+
+    @cached_property
+    def _changes_by_path(self) -> dict[str, Change]:
+        return {c.path: c for c in self.changes}
 
     @property
     def changed_paths(self) -> tuple[str, ...]:
@@ -367,14 +372,10 @@ class Evidence(_Frozen):
 
     def added_lines(self, path: str) -> tuple[str, ...]:
         """Lines present after but not before (a unified-diff '+' view of ``path``)."""
-        return tuple(
-            line[1:] for line in self._diff_lines(path) if line.startswith("+")
-        )
+        return tuple(line[1:] for line in self._diff_lines(path) if line.startswith("+"))
 
     def removed_lines(self, path: str) -> tuple[str, ...]:
-        return tuple(
-            line[1:] for line in self._diff_lines(path) if line.startswith("-")
-        )
+        return tuple(line[1:] for line in self._diff_lines(path) if line.startswith("-"))
 
     def _diff_lines(self, path: str) -> Iterator[str]:
         before = (self.before_text(path) or "").splitlines()
@@ -390,9 +391,7 @@ class Evidence(_Frozen):
         name = normalize_path(path) if change is None else change.path
         before = (self.before_text(name) or "").splitlines(keepends=True)
         after = (self.after_text(name) or "").splitlines(keepends=True)
-        return "".join(
-            difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", n=context)
-        )
+        return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", n=context))
 
     def is_binary(self, path: str) -> bool:
         """True when either side of ``path`` is binary (raises EvidenceGap if uncaptured)."""
@@ -420,7 +419,11 @@ class Evidence(_Frozen):
                 )
             )
         for change in self.changes:
-            if change.after is None or change.after.kind != "file" or change.kind == "metadata_change":
+            if (
+                change.after is None
+                or change.after.kind != "file"
+                or change.kind == "metadata_change"
+            ):
                 continue
             blob = change.after.blob
             versions.append(
@@ -461,7 +464,9 @@ class Evidence(_Frozen):
             reasons.append("changed or read contents were not all captured")
         for version in self.unresolved_writes:
             where = "an intermediate" if version.sequence >= 0 else "the final"
-            reasons.append(f"{where} write to {version.path} is not resolvable from captured content")
+            reasons.append(
+                f"{where} write to {version.path} is not resolvable from captured content"
+            )
         return tuple(dict.fromkeys(reasons))
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import anyio
+import anyio.lowlevel
 import logfire
 import vsh
 
@@ -241,15 +242,25 @@ class JudgeHook:
                 judge=name,
             )
         try:
-            with anyio.fail_after(self.capacity_wait):
-                await self._slots.acquire()
-        except TimeoutError:
-            return Verdict.failed(
-                "capacity", "The judge is at capacity; review this change later.", judge=name
-            )
+            self._slots.acquire_nowait()  # a free slot is taken even with capacity_wait=0
+        except anyio.WouldBlock:
+            try:
+                with anyio.fail_after(self.capacity_wait):
+                    await self._slots.acquire()
+            except TimeoutError:
+                return Verdict.failed(
+                    "capacity", "The judge is at capacity; review this change later.", judge=name
+                )
+        return await self._review(evidence)
+
+    async def _review(self, evidence: Evidence) -> Verdict:
+        """Ask the judge while holding a capacity slot (released here)."""
+        name = self.judge.id
         try:
             with anyio.fail_after(self.timeout):
                 verdict = await self.judge.review(evidence)
+                # A judge that swallowed a cancellation must not get its verdict through.
+                await anyio.lowlevel.checkpoint()
         except TimeoutError:
             return Verdict.failed(
                 "timeout", f"The judge did not decide within {self.timeout:g}s.", judge=name

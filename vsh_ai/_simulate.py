@@ -45,14 +45,16 @@ async def simulate(
     yields evidence too. The prepared transaction is failed (left pending) rather than
     resolved, so host files cannot change. Guest errors raise ``vsh.VshExecutionError``.
     """
-    runtime = vsh.Runtime.open(
-        workspace,
-        data_directory=data_directory,
-        policy=policy,
-        bash=vsh.BashConfig() if language == "bash" else None,
-        hook_id=_HOOK_ID,
-        hook_scope=vsh.HookScope.ALL_REQUESTS,
-        review_content_bytes=review_content_bytes,
+    runtime = await native_call(
+        lambda: vsh.Runtime.open(
+            workspace,
+            data_directory=data_directory,
+            policy=policy,
+            bash=vsh.BashConfig() if language == "bash" else None,
+            hook_id=_HOOK_ID,
+            hook_scope=vsh.HookScope.ALL_REQUESTS,
+            review_content_bytes=review_content_bytes,
+        )
     )
     request = vsh.RunRequest(
         code,

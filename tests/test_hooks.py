@@ -1,0 +1,317 @@
+"""The fail-closed hook adapter, pipelines and quorum, through a real ``vsh.HookedRuntime``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import anyio
+import pytest
+import vsh
+
+from tests.conftest import snapshot_tree
+from vsh_ai import Evidence, JudgeHook, Pipeline, Quorum, Verdict, as_hook
+from vsh_ai.rules import AllowedChanges, RuleSet
+
+pytestmark = pytest.mark.anyio
+
+FILES = {"config/app.toml": "port = 80\n", "README.md": "hi\n"}
+EDIT = "vsh_write('/workspace/config/app.toml', 'port = 81\\n')"
+OVERWRITE = (
+    "vsh_write('/workspace/config/app.toml', 'port = 0\\n')\n"
+    "vsh_write('/workspace/config/app.toml', 'port = 81\\n')"
+)
+
+
+class Fixed:
+    """A judge that always gives the same decision."""
+
+    def __init__(self, decision: str, id: str | None = None) -> None:
+        self.decision = decision
+        self.id = id or f"fixed-{decision}"
+        self.calls = 0
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        self.calls += 1
+        return Verdict(decision=self.decision, reason=f"{self.id} says so", judge=self.id)  # type: ignore[arg-type]
+
+
+class Raises:
+    id = "raises"
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        raise RuntimeError("boom: secret detail")
+
+
+class Sleeps:
+    id = "sleeps"
+
+    def __init__(self, seconds: float = 30.0) -> None:
+        self.seconds = seconds
+        self.started = anyio.Event()
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        self.started.set()
+        await anyio.sleep(self.seconds)
+        return Verdict.approve("late", judge=self.id)
+
+
+class CancelsItself:
+    id = "cancels-itself"
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        raise asyncio.CancelledError
+
+
+class WrongType:
+    id = "wrong-type"
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        return "approve"  # type: ignore[return-value]
+
+
+class SwallowsCancellation:
+    """A badly written judge: ignores cancellation and approves anyway."""
+
+    id = "swallows-cancellation"
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        self.started.set()
+        with contextlib.suppress(BaseException):  # deliberately wrong
+            await anyio.sleep(30)
+        return Verdict.approve("approved despite cancellation", judge=self.id)
+
+
+async def run_hooked(
+    workspace: Path,
+    hook: JudgeHook,
+    code: str = EDIT,
+    *,
+    policy: str = "strict",
+    scope: vsh.HookScope = vsh.HookScope.REVIEW_REQUIRED,
+) -> tuple[vsh.HookedRuntime, str, vsh.CommitResolution]:
+    runtime = vsh.HookedRuntime.open(
+        workspace,
+        hook_handler=hook,
+        hook_id=hook.hook_id,
+        hook_scope=scope,
+        policy=policy,
+        review_content_bytes=1 << 20,
+    )
+    receipt = await runtime.apreview(vsh.RunRequest(code, intent="tune the port"))
+    resolution = await runtime.acommit(receipt.transaction)
+    return runtime, receipt.transaction, resolution
+
+
+@pytest.fixture
+def workspace(make_workspace) -> Path:
+    return make_workspace(FILES)
+
+
+async def test_approve_commits(workspace) -> None:
+    hook = as_hook(Fixed("approve"))
+    _, tx, resolution = await run_hooked(workspace, hook)
+    assert resolution.receipt.state == "committed"
+    assert resolution.hook.verdict == "approve"
+    assert (workspace / "config/app.toml").read_text() == "port = 81\n"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None and verdict.latency_s is not None  # noqa: PT018
+
+
+@pytest.mark.parametrize(
+    ("judge", "failure", "reason"),
+    [
+        (Raises(), "exception", "The judge failed (RuntimeError)."),
+        (WrongType(), "wrong_type", "The judge returned str, not a Verdict."),
+        (CancelsItself(), "cancelled", "The judge's review was cancelled."),
+        (Sleeps(), "timeout", "The judge did not decide within 0.05s."),
+        (SwallowsCancellation(), "timeout", "The judge did not decide within 0.05s."),
+    ],
+)
+async def test_failures_become_review_and_host_is_unchanged(workspace, judge, failure, reason):
+    before = snapshot_tree(workspace)
+    hook = as_hook(judge, timeout=0.05)
+    runtime, tx, resolution = await run_hooked(workspace, hook)
+    assert resolution.hook.verdict == "review"
+    assert resolution.receipt.state == "pending_approval"
+    assert runtime.native.transaction_state(tx) == "pending_approval"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None
+    assert (verdict.decision, verdict.failure, verdict.reason) == ("review", failure, reason)
+    assert "secret detail" not in verdict.reason
+    assert snapshot_tree(workspace) == before
+
+
+async def test_outer_cancellation_fails_the_hook_and_leaves_work_pending(workspace) -> None:
+    before = snapshot_tree(workspace)
+    judge = Sleeps()
+    hook = as_hook(judge, timeout=60)
+    runtime = vsh.HookedRuntime.open(
+        workspace,
+        hook_handler=hook,
+        hook_id=hook.hook_id,
+        policy="strict",
+        review_content_bytes=1 << 20,
+    )
+    receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
+    with anyio.move_on_after(0.2) as scope:
+        await runtime.acommit(receipt.transaction)
+    assert scope.cancelled_caught
+    assert runtime.native.transaction_state(receipt.transaction) == "pending_approval"
+    assert hook.verdict_for(receipt.transaction) is None, "no verdict was ever produced"
+    assert snapshot_tree(workspace) == before
+
+
+async def test_capacity_exhaustion_waits_boundedly_then_reviews(workspace, evidence_for) -> None:
+    before = snapshot_tree(workspace)
+    judge = Sleeps(seconds=5)
+    hook = as_hook(judge, max_concurrency=1, capacity_wait=0.05, timeout=10)
+    held = await evidence_for(FILES, EDIT)
+    async with anyio.create_task_group() as group:
+        group.start_soon(hook.decide, held)
+        await judge.started.wait()
+        started = anyio.current_time()
+        runtime, tx, resolution = await run_hooked(workspace, hook)
+        waited = anyio.current_time() - started
+        group.cancel_scope.cancel()
+    assert resolution.hook.verdict == "review"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None
+    assert verdict.failure == "capacity"
+    assert waited < 2, "the wait for capacity is bounded"
+    assert runtime.native.transaction_state(tx) == "pending_approval"
+    assert snapshot_tree(workspace) == before
+
+
+async def test_incomplete_evidence_is_never_approved(workspace) -> None:
+    before = snapshot_tree(workspace)
+    judge = Fixed("approve")
+    hook = as_hook(judge)
+    _, tx, resolution = await run_hooked(workspace, hook, OVERWRITE)
+    assert resolution.hook.verdict == "review"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None
+    assert verdict.failure == "incomplete_evidence"
+    assert "intermediate write to config/app.toml" in verdict.reason
+    assert judge.calls == 0, "the judge never sees incomplete evidence"
+    assert snapshot_tree(workspace) == before
+
+
+async def test_abstain_follows_policy_and_never_upgrades_pending(workspace, make_workspace):
+    before = snapshot_tree(workspace)
+    _, _, pending = await run_hooked(workspace, as_hook(Fixed("abstain")), policy="strict")
+    assert pending.receipt.state == "pending_approval"
+    assert snapshot_tree(workspace) == before
+
+    small = make_workspace(FILES)
+    _, _, auto = await run_hooked(
+        small, as_hook(Fixed("abstain")), policy="balanced", scope=vsh.HookScope.ALL_REQUESTS
+    )
+    assert auto.receipt.state == "committed", "policy auto-approves small edits"
+
+
+async def test_reject_is_terminal(workspace) -> None:
+    before = snapshot_tree(workspace)
+    runtime, tx, resolution = await run_hooked(workspace, as_hook(Fixed("reject")))
+    assert resolution.receipt.state == "rejected"
+    assert runtime.native.transaction_state(tx) == "rejected"
+    assert snapshot_tree(workspace) == before
+
+
+async def test_rule_set_as_hook_end_to_end(workspace) -> None:
+    rules = RuleSet([AllowedChanges(globs=("docs/**",))], id="docs-only")
+    hook = as_hook(rules)
+    _, _, resolution = await run_hooked(workspace, hook)
+    assert resolution.hook.verdict == "review"
+    assert resolution.hook.reason.startswith("config/app.toml is outside the paths")
+    assert resolution.hook.hook_id != "" and hook.hook_id.startswith("vsh-ai:docs-only:")  # noqa: PT018
+
+
+async def test_pipeline_first_decisive_verdict_wins(evidence_for) -> None:
+    evidence = await evidence_for(FILES, EDIT)
+    second = Fixed("approve", "second")
+    verdict = await Pipeline(Fixed("abstain", "first"), second, Fixed("reject", "third")).review(
+        evidence
+    )
+    assert verdict.decision == "approve"
+    assert verdict.details["trail"] == ["first:abstain", "second:approve"]
+    stop = Fixed("never")
+    verdict = await Pipeline(Fixed("review", "r"), stop).review(evidence)
+    assert (verdict.decision, stop.calls) == ("review", 0)
+    only_abstain = await Pipeline(Fixed("abstain")).review(evidence)
+    assert only_abstain.decision == "abstain"
+    with pytest.raises(TypeError, match="not Verdict"):
+        await Pipeline(WrongType()).review(evidence)
+
+
+@pytest.mark.parametrize(
+    ("decisions", "required", "expected"),
+    [
+        (("approve", "approve", "review"), 2, "approve"),
+        (("approve", "review", "review"), 2, "review"),
+        (("approve", "approve", "reject"), 2, "reject"),
+        (("approve", "abstain", "abstain"), 2, "review"),
+        (("approve",), 1, "approve"),
+    ],
+)
+async def test_quorum(evidence_for, decisions, required, expected) -> None:
+    evidence = await evidence_for(FILES, EDIT)
+    judges = [Fixed(d, f"j{i}") for i, d in enumerate(decisions)]
+    verdict = await Quorum(*judges, required=required).review(evidence)
+    assert verdict.decision == expected
+    assert len(verdict.details["votes"]) == len(decisions)
+
+
+def test_quorum_and_pipeline_validate() -> None:
+    with pytest.raises(ValueError, match="required must be between"):
+        Quorum(Fixed("approve"), required=2)
+    with pytest.raises(ValueError, match="at least one judge"):
+        Pipeline()
+    with pytest.raises(TypeError, match="is not a Judge"):
+        as_hook(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout"):
+        as_hook(Fixed("approve"), timeout=0)
+
+
+async def test_one_span_per_decision_without_contents(workspace, capfire) -> None:
+    hook = as_hook(RuleSet([AllowedChanges(globs=("config/**",))], id="svc"))
+    await run_hooked(workspace, hook)
+    spans = [
+        s for s in capfire.exporter.exported_spans_as_dict() if s["name"].startswith("vsh-ai judge")
+    ]
+    assert len(spans) == 1
+    attributes = spans[0]["attributes"]
+    assert attributes["judge_id"] == "svc"
+    assert attributes["verdict"] == "approve"
+    assert "port = 81" not in str(attributes)
+
+
+async def test_outer_cancellation_cannot_be_turned_into_approval(workspace) -> None:
+    before = snapshot_tree(workspace)
+    hook = as_hook(SwallowsCancellation(), timeout=60)
+    runtime = vsh.HookedRuntime.open(
+        workspace,
+        hook_handler=hook,
+        hook_id=hook.hook_id,
+        policy="strict",
+        review_content_bytes=1 << 20,
+    )
+    receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
+    with anyio.move_on_after(0.2):
+        await runtime.acommit(receipt.transaction)
+    assert runtime.native.transaction_state(receipt.transaction) != "committed"
+    assert snapshot_tree(workspace) == before
+    verdict = hook.verdict_for(receipt.transaction)
+    assert verdict is None or verdict.decision != "approve", verdict
+
+
+async def test_zero_capacity_wait_still_uses_a_free_slot(evidence_for) -> None:
+    hook = as_hook(Fixed("approve"), max_concurrency=1, capacity_wait=0)
+    evidence = await evidence_for(FILES, EDIT)
+    for _ in range(3):
+        verdict = await hook.decide(evidence)
+        assert (verdict.decision, verdict.failure) == ("approve", None)

@@ -1,0 +1,319 @@
+"""LLMCommitJudge on real VSH evidence, driven by scripted FunctionModels."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from llm_support import Reviewer, everything_sent, text_reply
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from vsh_ai import Verdict
+from vsh_ai.llm import BUILTIN_INSTRUCTIONS, LLMCommitJudge, SharingPolicy, build_packet
+
+pytestmark = pytest.mark.anyio
+
+APP = "[server]\ntls = true\nport = 443\n"
+SAFE = "vsh_write('/workspace/app.toml', vsh_read('/workspace/app.toml').replace('443', '8443'))"
+SHARE = SharingPolicy(share=("*.toml",))
+
+
+def judge_for(reviewer: Reviewer | FunctionModel, **options) -> LLMCommitJudge:
+    model = reviewer.model() if isinstance(reviewer, Reviewer) else reviewer
+    options.setdefault("sharing", SHARE)
+    return LLMCommitJudge(model, **options)
+
+
+@pytest.fixture
+async def safe_evidence(evidence_for):
+    return await evidence_for({"app.toml": APP}, SAFE, intent="move the port to 8443")
+
+
+async def test_an_approval_citing_every_change_is_an_approval(safe_evidence) -> None:
+    reviewer = Reviewer()
+    judge = judge_for(reviewer, id="cfg-llm")
+    verdict = await judge.review(safe_evidence)
+    assert verdict.decision == "approve"
+    assert verdict.failure is None
+    assert verdict.judge == "cfg-llm"
+    assert verdict.cited == ("C1",)
+    assert verdict.reason == "The diff does what the intent says and nothing else."
+    assert verdict.model == "function:scripted-reviewer"
+    assert verdict.usage is not None
+    assert (verdict.usage.requests, verdict.usage.input_tokens, verdict.usage.output_tokens) == (
+        1,
+        120,
+        30,
+    )
+    assert verdict.latency_s is not None
+    assert verdict.latency_s > 0
+    assert verdict.details["packet_digest"] == build_packet(safe_evidence, SHARE).digest
+    assert verdict.details["required"] == ["C1"]
+    assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
+
+
+@pytest.mark.parametrize("decision", ["review", "reject"])
+async def test_review_and_reject_carry_reason_and_concerns(safe_evidence, decision: str) -> None:
+    reviewer = Reviewer(
+        decision=decision,
+        cite=["C1"],
+        reason="Port 8443 is not in the allowed list.",
+        concerns=["C1 changes the public port"],
+    )
+    verdict = await judge_for(reviewer).review(safe_evidence)
+    assert verdict.decision == decision
+    assert verdict.failure is None
+    assert verdict.reason == (
+        "Port 8443 is not in the allowed list. Concerns: C1 changes the public port"
+    )
+    assert verdict.details["concerns"] == ["C1 changes the public port"]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (Reviewer(cite=["C1", "C9"]), "cited 1 ref(s) that were not in the evidence"),
+        (Reviewer(cite=["POLICY"]), "without citing every change (C1 not addressed)"),
+        (Reviewer(concerns=["C1 may break clients"]), "approved while reporting concerns"),
+        (Reviewer(missing=["the client list"]), "approved while reporting concerns or missing"),
+        (Reviewer(decision="reject", cite=["X1"]), "not in the evidence"),
+    ],
+)
+async def test_inconsistent_reports_become_review(
+    safe_evidence, script: Reviewer, expected: str
+) -> None:
+    verdict = await judge_for(script).review(safe_evidence)
+    assert verdict.decision == "review"
+    assert verdict.failure == "inconsistent_verdict"
+    assert expected in verdict.reason
+    assert len(script.calls) == 1
+
+
+async def test_approval_with_concerns_tells_the_agent_what_is_wrong(safe_evidence) -> None:
+    verdict = await judge_for(Reviewer(concerns=["C1: clients pin 443"])).review(safe_evidence)
+    assert verdict.decision == "review"
+    assert "Concerns: C1: clients pin 443" in verdict.reason
+
+
+async def test_unshared_content_never_reaches_the_model(evidence_for) -> None:
+    evidence = await evidence_for(
+        {"app.toml": APP, "ops/keys.txt": "root-password: swordfish\n"},
+        "vsh_read('/workspace/ops/keys.txt')\n" + SAFE,
+    )
+    reviewer = Reviewer()
+    verdict = await judge_for(reviewer).review(evidence)
+    assert verdict.decision == "review"
+    assert verdict.failure == "unshared_content"
+    assert '"ops/keys.txt"' in verdict.reason
+    assert "swordfish" not in verdict.model_dump_json()
+    assert reviewer.calls == []
+
+
+@pytest.mark.parametrize(
+    ("files", "code", "category"),
+    [
+        ({}, "vsh_write('/workspace/a.toml', b'\\x00\\x01binary')", "binary_content"),
+        ({"app.toml": APP}, "vsh_write('/workspace/app.toml', 'x' * 5000)", "over_budget"),
+        (
+            {"app.toml": APP},
+            "vsh_write('/workspace/app.toml', 'tls = false\\n')\n"
+            "vsh_write('/workspace/app.toml', 'tls = true\\n')",
+            "incomplete_evidence",
+        ),
+    ],
+)
+async def test_gaps_are_reviewed_before_any_model_call(
+    evidence_for, files, code: str, category: str
+) -> None:
+    evidence = await evidence_for(files, code)
+    reviewer = Reviewer()
+    verdict = await judge_for(reviewer, max_input_bytes=4096).review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", category)
+    assert reviewer.calls == []
+    assert verdict.usage is not None
+    assert verdict.usage.requests == 0
+
+
+async def test_secrets_are_redacted_before_the_model_sees_anything(evidence_for) -> None:
+    secret = "sk-proj-" + "Q7" * 16
+    evidence = await evidence_for(
+        {"app.toml": APP}, f"vsh_write('/workspace/app.toml', 'api_key = \"{secret}\"\\n')"
+    )
+    reviewer = Reviewer(decision="reject", cite=["C1"], reason="C1 commits a credential.")
+    verdict = await judge_for(reviewer).review(evidence)
+    assert verdict.decision == "reject"
+    messages, info = reviewer.calls[0]
+    sent = everything_sent(messages, info)
+    assert secret not in sent
+    assert "Q7Q7" not in sent
+    assert 'api_key = "[REDACTED:api_key]"' in sent
+    assert verdict.details["redactions"] == {"api_key": 1}
+
+
+async def test_one_request_no_tools_fresh_messages_bounded_output(safe_evidence) -> None:
+    reviewer = Reviewer()
+    judge = judge_for(reviewer, instructions="Only port changes are authorized.")
+    first = await judge.review(safe_evidence)
+    second = await judge.review(safe_evidence)
+    assert first.decision == second.decision == "approve"
+    assert len(reviewer.calls) == 2
+    for messages, info in reviewer.calls:
+        assert len(messages) == 1  # fresh: no earlier decision leaks into this one
+        assert isinstance(messages[0], ModelRequest)
+        assert info.function_tools == []
+        assert [t.name for t in info.output_tools] == ["final_result"]
+        assert not info.allow_text_output
+        assert info.model_settings is not None
+        assert info.model_settings.get("max_tokens") == 1024
+        assert info.model_settings.get("max_retries") == 0
+        assert info.instructions is not None
+        assert info.instructions.startswith(BUILTIN_INSTRUCTIONS.strip()[:60])
+        assert info.instructions.rstrip().endswith("Only port changes are authorized.")
+
+
+def _calls_a_tool(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart("vsh_write", {"path": "app.toml"})])
+
+
+def _greedy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    args = {"decision": "approve", "reason": "fine", "cited": ["C1"]}
+    return ModelResponse(
+        parts=[ToolCallPart(info.output_tools[0].name, args)],
+        usage=RequestUsage(input_tokens=10, output_tokens=5000),
+    )
+
+
+def _leaky(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    raise ModelHTTPError(500, "leaky", body="upstream echoed: tls = true, port = 443")
+
+
+def _crashes(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    raise RuntimeError("internal detail: port = 443")
+
+
+@pytest.mark.parametrize(
+    ("model", "category"),
+    [
+        (text_reply("Looks good to me, approve!"), "invalid_output"),
+        (FunctionModel(_calls_a_tool), "invalid_output"),
+        (FunctionModel(_greedy), "over_budget"),
+        (FunctionModel(_leaky), "provider_error"),
+        (FunctionModel(_crashes), "exception"),
+    ],
+)
+async def test_model_failures_are_reviewed_without_echoing_details(
+    safe_evidence, model: FunctionModel, category: str
+) -> None:
+    verdict = await judge_for(model).review(safe_evidence)
+    assert (verdict.decision, verdict.failure) == ("review", category)
+    assert "443" not in verdict.model_dump_json()
+    assert "approve" not in verdict.reason
+
+
+async def test_a_slow_model_times_out_into_review(safe_evidence) -> None:
+    reviewer = Reviewer(delay=5.0)
+    with anyio.fail_after(2):
+        verdict = await judge_for(reviewer, timeout=0.2).review(safe_evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "timeout")
+    assert "0.2s" in verdict.reason
+
+
+async def test_capacity_is_bounded_and_the_wait_is_bounded(safe_evidence) -> None:
+    reviewer = Reviewer(delay=0.5)
+    judge = judge_for(reviewer, max_concurrency=1, capacity_wait=0.05)
+    verdicts: list[Verdict] = []
+
+    async def decide() -> None:
+        verdicts.append(await judge.review(safe_evidence))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(decide)
+        group.start_soon(decide)
+    assert sorted((v.decision, v.failure or "") for v in verdicts) == [
+        ("approve", ""),
+        ("review", "capacity"),
+    ]
+    assert len(reviewer.calls) == 1
+
+
+async def test_no_capacity_wait_still_uses_a_free_slot(safe_evidence) -> None:
+    verdict = await judge_for(Reviewer(), capacity_wait=0).review(safe_evidence)
+    assert verdict.decision == "approve"
+
+
+def test_the_model_is_always_explicit_and_settings_cannot_weaken_limits() -> None:
+    with pytest.raises(TypeError, match="explicit model"):
+        LLMCommitJudge(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="explicit model"):
+        LLMCommitJudge("")
+    model = Reviewer().model()
+    with pytest.raises(ValueError, match="max_output_tokens"):
+        LLMCommitJudge(model, model_settings={"max_tokens": 10_000})
+    with pytest.raises(ValueError, match="max_retries"):
+        LLMCommitJudge(model, model_settings={"max_retries": 3})
+    with pytest.raises(ValueError, match="timeout"):
+        LLMCommitJudge(model, timeout=0)
+
+
+def test_the_digest_covers_instructions_sharing_limits_and_model() -> None:
+    model = Reviewer().model()
+    base = LLMCommitJudge(model)
+    assert LLMCommitJudge(model).digest == base.digest
+    variants = [
+        LLMCommitJudge(model, instructions="only ports"),
+        LLMCommitJudge(model, sharing=SharingPolicy(share=("*.toml",))),
+        LLMCommitJudge(model, sharing=SharingPolicy(redact_secrets=False)),
+        LLMCommitJudge(model, max_input_bytes=1000),
+        LLMCommitJudge(Reviewer().model().__class__(Reviewer(), model_name="other")),
+    ]
+    assert len({v.digest for v in variants} | {base.digest}) == len(variants) + 1
+
+
+async def test_one_span_per_decision_without_contents(safe_evidence, capfire) -> None:
+    await judge_for(Reviewer()).review(safe_evidence)
+    spans = [
+        s
+        for s in capfire.exporter.exported_spans_as_dict()
+        if s["name"].startswith("vsh-ai llm judge")
+    ]
+    assert len(spans) == 1
+    attributes = spans[0]["attributes"]
+    assert attributes["judge_id"] == "llm-judge"
+    assert attributes["verdict"] == "approve"
+    assert attributes["requests"] == 1
+    assert attributes["output_tokens"] == 30
+    assert attributes["transaction"] == safe_evidence.transaction
+    flat = repr(capfire.exporter.exported_spans_as_dict())
+    for content in ("8443", "tls = true", "move the port"):
+        assert content not in flat
+
+
+JUDGE_FILE = """
+id = "ports"
+[rules]
+on_pass = "approve"
+[[rules.rule]]
+type = "allowed_changes"
+globs = ["*.toml"]
+[llm]
+instructions = "Only port changes are authorized."
+share = ["*.toml"]
+max_input_bytes = 20000
+"""
+
+
+async def test_a_judge_file_puts_this_judge_behind_its_rules(tmp_path, safe_evidence) -> None:
+    from vsh_ai._judge_files import load_judge
+
+    path = tmp_path / "ports.toml"
+    path.write_text(JUDGE_FILE)
+    reviewer = Reviewer(decision="reject", cite=["C1"], reason="Port 8443 is reserved.")
+    judge = load_judge(path, model=reviewer.model())
+    verdict = await judge.review(safe_evidence)
+    assert (verdict.decision, verdict.judge) == ("reject", "ports.llm")
+    assert verdict.details["trail"] == ["ports.rules:abstain", "ports.llm:reject"]
+    _, info = reviewer.calls[0]
+    assert info.instructions is not None
+    assert info.instructions.rstrip().endswith("Only port changes are authorized.")

@@ -1,0 +1,159 @@
+"""Exact content, forbidden patterns, secrets and limits against real VSH evidence."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from pydantic import ValidationError
+
+from vsh_ai.rules import ExactContent, ForbiddenPatterns, Limits, NoSecrets, find_secret
+
+pytestmark = pytest.mark.anyio
+
+FILES = {"app.toml": "port = 80\n", "notes.txt": "one\n", "tmp/a": "a", "tmp/b": "b"}
+
+
+def write(path: str, text: str) -> str:
+    return f"vsh_write('/workspace/{path}', {text!r})"
+
+
+async def test_exact_content_text_and_sha256(evidence_for) -> None:
+    evidence = await evidence_for(FILES, write("app.toml", "port = 81\n"))
+    assert ExactContent(path="app.toml", text="port = 81\n").check(evidence) is None
+    digest = hashlib.sha256(b"port = 81\n").hexdigest()
+    assert ExactContent(path="/workspace/app.toml", sha256=digest).check(evidence) is None
+    verdict = ExactContent(path="app.toml", text="port = 80\n", action="reject").check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert verdict.reason == (
+        "app.toml must contain exactly the expected text after this change, but it does not; "
+        "write exactly the required content to it or leave it unchanged."
+    )
+    assert ExactContent(path="other.toml", text="x").check(evidence) is None, "unchanged path"
+
+
+async def test_exact_content_absent(evidence_for) -> None:
+    deleted = await evidence_for(FILES, "vsh_remove('/workspace/notes.txt')")
+    assert ExactContent(path="notes.txt", absent=True).check(deleted) is None
+    assert ExactContent(path="notes.txt", text="one\n").check(deleted) is not None
+    rewritten = await evidence_for(FILES, write("notes.txt", "two\n"))
+    assert ExactContent(path="notes.txt", absent=True).check(rewritten) is not None
+
+
+def test_exact_content_needs_exactly_one_expectation() -> None:
+    with pytest.raises(ValidationError, match="exactly one of text, sha256 or absent"):
+        ExactContent(path="a", text="x", absent=True)
+    with pytest.raises(ValidationError, match="sha256"):
+        ExactContent(path="a", sha256="not-hex")
+
+
+async def test_forbidden_patterns_scan_added_lines_only(evidence_for) -> None:
+    files = {"run.sh": "curl https://x | sh\n"}
+    rule = ForbiddenPatterns(patterns=(r"curl[^|]*\|\s*sh",), description="curl piped to sh")
+    unchanged_line = await evidence_for(files, write("run.sh", "curl https://x | sh\necho ok\n"))
+    assert rule.check(unchanged_line) is None, "the pattern was already there"
+    added = await evidence_for(files, write("run.sh", "echo hi\ncurl https://y | sh\n"))
+    verdict = rule.check(added)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert verdict.reason.startswith("run.sh (line 2) adds curl piped to sh;")
+    assert rule.model_copy(update={"globs": ("*.py",)}).check(added) is None
+
+
+def test_forbidden_patterns_validate_regexes() -> None:
+    with pytest.raises(ValidationError, match="invalid regular expression"):
+        ForbiddenPatterns(patterns=("(",))
+
+
+async def test_binary_content_cannot_be_scanned(evidence_for) -> None:
+    evidence = await evidence_for({}, "vsh_write('/workspace/blob.bin', b'\\x00\\x01AKIA')")
+    for rule in (NoSecrets(), ForbiddenPatterns(patterns=("AKIA",))):
+        verdict = rule.check(evidence)
+        assert verdict is not None
+        assert verdict.decision == "review"
+        assert "blob.bin is binary" in verdict.reason
+
+
+SECRETS = {
+    "-----BEGIN RSA PRIVATE KEY-----": "a private key",
+    "-----BEGIN OPENSSH PRIVATE KEY-----": "a private key",
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE": "an AWS access key id",
+    "token: ghp_" + "a1B2" * 9: "a GitHub token",
+    "SLACK=xoxb-1234567890-abcdefghij": "a Slack token",
+    "OPENAI_API_KEY=sk-proj-" + "x" * 24: "an OpenAI/Anthropic-style API key",
+    'password = "hunter2hunter2"': "an inline password or secret",
+    "DB_PASSWORD=s3cr3tpassw0rd": "an unquoted password or secret",
+    "url = postgres://app:pa55word@db:5432/app": "credentials in a URL",
+}
+
+
+@pytest.mark.parametrize(("line", "kind"), SECRETS.items())
+def test_secret_patterns(line: str, kind: str) -> None:
+    assert find_secret(line) == kind
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'password = "${DB_PASSWORD}"',
+        "password = os.environ['DB_PASSWORD']",
+        "DB_PASSWORD=",
+        "timeout = 30",
+        'token_ttl = "3600"',
+        "# rotate the api key monthly",
+    ],
+)
+def test_not_secrets(line: str) -> None:
+    assert find_secret(line) is None
+
+
+async def test_no_secrets_rejects_added_secret_without_echoing_it(evidence_for) -> None:
+    key = "AKIA" + "Q" * 16
+    evidence = await evidence_for(FILES, write("app.toml", f"port = 80\naws_key = '{key}'\n"))
+    verdict = NoSecrets().check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert key not in verdict.reason
+    assert verdict.reason.startswith("app.toml (line 2) adds what looks like an AWS access key id")
+
+
+async def test_no_secrets_ignores_removed_and_preexisting_secrets(evidence_for) -> None:
+    files = {"app.env": "API_TOKEN=abcdefgh12345678\nA=1\n"}
+    removal = await evidence_for(files, write("app.env", "A=1\n"))
+    assert NoSecrets().check(removal) is None
+    unrelated = await evidence_for(files, write("app.env", "API_TOKEN=abcdefgh12345678\nA=2\n"))
+    assert NoSecrets().check(unrelated) is None
+
+
+async def test_no_secrets_scans_new_files_in_full(evidence_for) -> None:
+    evidence = await evidence_for({}, write("id.txt", "hello\n-----BEGIN PRIVATE KEY-----\n"))
+    verdict = NoSecrets().check(evidence)
+    assert verdict is not None
+    assert "id.txt (line 2)" in verdict.reason
+
+
+async def test_limits(evidence_for) -> None:
+    evidence = await evidence_for(
+        FILES, "vsh_remove('/workspace/tmp/a')\nvsh_remove('/workspace/tmp/b')", policy="balanced"
+    )
+    assert Limits(max_deletions=2, max_touched_paths=2).check(evidence) is None
+    verdict = Limits(max_deletions=1).check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert verdict.reason == (
+        "This change is too large: 2 deletions (limit 1); split it into smaller changes "
+        "that each stay within the limits."
+    )
+    ratio = evidence.counters.delete_ratio_bps / 10_000
+    assert ratio > 0
+    assert Limits(max_delete_ratio=ratio).check(evidence) is None
+    assert Limits(max_delete_ratio=ratio / 2).check(evidence) is not None
+    big = await evidence_for(FILES, write("big.txt", "x" * 5000))
+    assert Limits(max_changed_bytes=4999).check(big) is not None
+    assert Limits(max_changed_bytes=5000).check(big) is None
+
+
+def test_limits_need_a_bound() -> None:
+    with pytest.raises(ValidationError, match="set at least one"):
+        Limits()

@@ -1,0 +1,204 @@
+"""Path, change-kind, executable and symlink rules against real VSH evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from vsh_ai._simulate import simulate
+from vsh_ai.rules import (
+    AllowedChanges,
+    ChangeKinds,
+    DeniedChanges,
+    NoExecutableChanges,
+    NoSymlinkChanges,
+    ProtectedReads,
+    glob_matches,
+)
+
+pytestmark = pytest.mark.anyio
+
+FILES = {"config/app.toml": "port = 80\n", "src/a.py": "x = 1\n", "notes.txt": "n\n"}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.log", "a.log", True),
+        ("*.log", "deep/dir/a.log", True),
+        ("*.log", "a.log.txt", False),
+        ("tmp/**", "tmp", True),
+        ("tmp/**", "tmp/a/b.txt", True),
+        ("tmp/**", "tmpfile", False),
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("src/*.py", "src/x/a.py", False),
+        ("/workspace/src/*.py", "src/a.py", True),
+        ("config/[ab].toml", "config/b.toml", True),
+        ("config/[!ab].toml", "config/b.toml", False),
+        ("?.txt", "a.txt", True),
+        ("**", "any/thing", True),
+        (".env*", "sub/.env.local", True),
+    ],
+)
+def test_glob_semantics(pattern: str, path: str, expected: bool) -> None:
+    assert glob_matches(pattern, path) is expected
+
+
+def test_empty_glob_is_refused() -> None:
+    with pytest.raises(ValueError, match="empty glob"):
+        AllowedChanges(globs=("",))
+
+
+async def test_allowed_changes_pass_and_fail(evidence_for) -> None:
+    inside = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 81\\n')")
+    rule = AllowedChanges(globs=("config/**",))
+    assert rule.check(inside) is None
+
+    outside = await evidence_for(
+        FILES,
+        "vsh_write('/workspace/config/app.toml', 'port = 81\\n')\n"
+        "vsh_write('/workspace/src/a.py', 'x = 2\\n')",
+    )
+    verdict = rule.check(outside)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert verdict.judge == "allowed_changes"
+    assert verdict.reason == (
+        "src/a.py is outside the paths this work may change (config/**); "
+        "leave it unchanged and change only matching paths."
+    )
+
+
+async def test_allowed_changes_sees_both_ends_of_a_rename(evidence_for) -> None:
+    evidence = await evidence_for(
+        FILES, "vsh_move('/workspace/config/app.toml', '/workspace/app.toml')"
+    )
+    verdict = AllowedChanges(globs=("config/**",), action="reject").check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert verdict.details["paths"] == ["app.toml"]
+
+
+async def test_denied_changes_reject_deletes_and_creates(evidence_for) -> None:
+    rule = DeniedChanges(globs=("data/**",))
+    deleted = await evidence_for({"data/x.csv": "1\n"}, "vsh_remove('/workspace/data/x.csv')")
+    verdict = rule.check(deleted)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "data/x.csv must not be changed (denied by 'data/**')" in verdict.reason
+    unrelated = await evidence_for(
+        {"data/x.csv": "1\n", "tmp/a": "t"}, "vsh_remove('/workspace/tmp/a')"
+    )
+    assert rule.check(unrelated) is None
+
+
+async def test_protected_reads(evidence_for) -> None:
+    files = {"private/token.txt": "t0k3n\n", "README.md": "hi\n"}
+    read = await evidence_for(files, "vsh_read('/workspace/private/token.txt')", policy="balanced")
+    rule = ProtectedReads(globs=("private/**",), action="reject")
+    verdict = rule.check(read)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "private/token.txt" in verdict.reason
+    assert "t0k3n" not in verdict.reason
+
+    listed = await evidence_for(files, "vsh_list('/workspace/private')", policy="balanced")
+    assert rule.check(listed) is None, "a directory listing is not a content read"
+    strict = ProtectedReads(globs=("private/**",), include_metadata=True)
+    assert (v := strict.check(listed)) is not None
+    assert v.decision == "review"
+
+    harmless = await evidence_for(files, "vsh_read('/workspace/README.md')", policy="balanced")
+    assert rule.check(harmless) is None
+
+
+async def test_change_kinds_per_glob(evidence_for) -> None:
+    only_modify = ChangeKinds(globs=("config/**",), allow=("modify",))
+    modify = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 1\\n')")
+    assert only_modify.check(modify) is None
+
+    create = await evidence_for(FILES, "vsh_write('/workspace/config/new.toml', 'a = 1\\n')")
+    verdict = only_modify.check(create)
+    assert verdict is not None
+    assert "create is not allowed on config/**" in verdict.reason
+
+    delete = await evidence_for(FILES, "vsh_remove('/workspace/notes.txt')")
+    assert only_modify.check(delete) is None, "notes.txt is outside the rule's globs"
+    assert ChangeKinds(allow=("modify",)).check(delete) is not None
+
+    rename = await evidence_for(FILES, "vsh_move('/workspace/src/a.py', '/workspace/src/b.py')")
+    no_rename = ChangeKinds(globs=("src/**",), allow=("create", "modify", "delete"))
+    verdict = no_rename.check(rename)
+    assert verdict is not None
+    assert verdict.details["paths"] == ["src/a.py", "src/b.py"]
+    assert ChangeKinds(globs=("src/**",), allow=("rename",)).check(rename) is None
+
+
+async def test_mkdir_is_a_create_and_not_an_executable_file(evidence_for) -> None:
+    evidence = await evidence_for(FILES, "vsh_mkdir('/workspace/config/extra')", policy="balanced")
+    assert "executable_change" in evidence.policy.risk_flags  # VSH counts the 0o755 dir mode
+    assert NoExecutableChanges().check(evidence) is None  # ...but no file became executable
+    assert ChangeKinds(allow=("modify",)).check(evidence) is not None
+
+
+async def test_chmod_via_bash_is_an_executable_metadata_change(evidence_for) -> None:
+    evidence = await evidence_for(FILES, "chmod +x notes.txt", language="bash")
+    assert evidence.change("notes.txt").kind == "metadata_change"
+    verdict = NoExecutableChanges().check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert verdict.reason.startswith("notes.txt would become executable")
+    assert ChangeKinds(allow=("modify",)).check(evidence) is not None
+    assert ChangeKinds(allow=("metadata_change",)).check(evidence) is None
+
+
+async def test_writing_a_file_is_not_executable(evidence_for) -> None:
+    evidence = await evidence_for(FILES, "vsh_write('/workspace/src/new.py', 'y = 1\\n')")
+    assert NoExecutableChanges().check(evidence) is None
+
+
+async def test_symlink_rule_flags_symlink_nodes(evidence_for) -> None:
+    # VSH 0.6 cannot create symlinks from guest code, so flip a real change's node kind.
+    evidence = await evidence_for(FILES, "vsh_write('/workspace/src/link', 'x')")
+    assert NoSymlinkChanges().check(evidence) is None
+    change = evidence.changes[0]
+    assert change.after is not None
+    linked = evidence.model_copy(
+        update={
+            "changes": (
+                change.model_copy(
+                    update={"after": change.after.model_copy(update={"kind": "symlink"})}
+                ),
+            )
+        }
+    )
+    verdict = NoSymlinkChanges().check(linked)
+    assert verdict is not None
+    assert verdict.reason.startswith("src/link is a symlink")
+
+
+async def test_chmod_allowed_only_for_existing_scripts(evidence_for) -> None:
+    files = {"scripts/release.sh": "#!/bin/sh\n", "notes.txt": "n\n"}
+    rule = NoExecutableChanges(allow=("scripts/*.sh",))
+    chmod = await evidence_for(files, "chmod +x scripts/release.sh", language="bash")
+    assert rule.check(chmod) is None
+    elsewhere = await evidence_for(files, "chmod +x notes.txt", language="bash")
+    assert rule.check(elsewhere) is not None
+    created = await evidence_for(
+        files, "printf '#!/bin/sh\\n' > scripts/new.sh\nchmod +x scripts/new.sh", language="bash"
+    )
+    verdict = rule.check(created)
+    assert verdict is not None, "a new executable is not an existing script gaining +x"
+    assert verdict.details["paths"] == ["scripts/new.sh"]
+
+
+async def test_removing_a_host_symlink(make_workspace) -> None:
+    workspace = make_workspace({"build/out.txt": "x\n"})
+    (workspace / "build" / "latest").symlink_to("out.txt")
+    result = await simulate(workspace, "vsh_remove('/workspace/build/latest')", policy="strict")
+    assert result.evidence is not None
+    verdict = NoSymlinkChanges().check(result.evidence)
+    assert verdict is not None
+    assert verdict.reason.startswith("build/latest is a symlink")
+    assert NoSymlinkChanges(allow_removal=("build/**",)).check(result.evidence) is None
+    assert (workspace / "build" / "latest").is_symlink(), "simulate never touches the host"

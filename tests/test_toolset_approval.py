@@ -1,0 +1,226 @@
+"""Judged and deferred approval through real Agents: feedback, round trip, resume, refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import snapshot_tree
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from vsh_ai import Evidence, Verdict
+from vsh_ai._results import VshResult
+from vsh_ai._toolset import VshToolset
+from vsh_ai._toolset_approvals import VshApprovalError
+
+pytestmark = pytest.mark.anyio
+
+PATCH = ToolCallPart(
+    "vsh_patch",
+    {"path": "/workspace/app.toml", "old": "8080", "new": "9090"},
+    tool_call_id="patch-1",
+)
+
+
+class FixedJudge:
+    """A deterministic judge that always answers ``decision`` (and records what it saw)."""
+
+    def __init__(self, decision: str, reason: str) -> None:
+        self.id = f"always-{decision}"
+        self.decision = decision
+        self.reason = reason
+        self.seen: list[Evidence] = []
+
+    async def review(self, evidence: Evidence) -> Verdict:
+        self.seen.append(evidence)
+        return Verdict(decision=self.decision, reason=self.reason, judge=self.id)  # type: ignore[arg-type]
+
+
+def patch_then_report(returns_seen: list[Any]) -> FunctionModel:
+    """Step 1 patches app.toml; step 2 records the tool return and answers."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        if len([m for m in messages if isinstance(m, ModelResponse)]) == 0:
+            return ModelResponse(parts=[PATCH])
+        assert isinstance(last, ModelRequest)
+        returns_seen.extend(p for p in last.parts if isinstance(p, ToolReturnPart))
+        return ModelResponse(parts=[TextPart("reported")])
+
+    return FunctionModel(respond)
+
+
+APP = {"app.toml": "port = 8080\n"}
+PATCHED = {"app.toml": b"port = 9090\n"}
+ORIGINAL = {"app.toml": b"port = 8080\n"}
+
+
+@pytest.mark.parametrize(
+    ("decision", "state", "host"),
+    [
+        ("review", "pending", ORIGINAL),
+        ("reject", "rejected", ORIGINAL),
+        ("approve", "committed", PATCHED),
+    ],
+)
+async def test_judge_verdict_and_feedback_reach_the_agent(
+    make_workspace: Callable[..., Path], decision: str, state: str, host: dict[str, bytes]
+) -> None:
+    workspace = make_workspace(APP)
+    judge = FixedJudge(decision, "Keep the port below 9000.")
+    seen: list[ToolReturnPart] = []
+    agent = Agent(
+        patch_then_report(seen), toolsets=[VshToolset(workspace, policy="strict", judge=judge)]
+    )
+    await agent.run("change the port")
+    result = seen[0].content
+    assert isinstance(result, VshResult)
+    assert result.state == state
+    assert result.verdict is not None
+    assert (result.verdict.decision, result.verdict.judge) == (decision, "always-" + decision)
+    if decision != "approve":
+        assert result.feedback == "Keep the port below 9000."
+        assert "NOT applied" in result.next_step
+    assert result.diff is not None
+    assert "-port = 8080\n+port = 9090" in result.diff
+    assert [e.transaction for e in judge.seen] == [result.transaction]
+    assert snapshot_tree(workspace) == host
+
+
+def deferred_agent(
+    workspace: Path, seen: list[Any], **options: Any
+) -> Agent[None, str | DeferredToolRequests]:
+    toolset = VshToolset(workspace, policy="strict", approval="deferred", **options)
+    return Agent(
+        patch_then_report(seen), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    )
+
+
+async def request_approval(workspace: Path) -> tuple[DeferredToolRequests, list[ModelMessage]]:
+    first = await deferred_agent(workspace, []).run("change the port")
+    assert isinstance(first.output, DeferredToolRequests)
+    assert snapshot_tree(workspace) == ORIGINAL
+    return first.output, first.all_messages()
+
+
+async def test_deferred_round_trip_resumes_in_a_new_toolset(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    [pending] = requests.approvals
+    meta = requests.metadata[pending.tool_call_id]
+    assert meta["changes"] == [{"path": "app.toml", "kind": "modify"}]
+    assert "-port = 8080\n+port = 9090" in meta["diff"]
+    assert meta["risk_flags"] == ["mutation"]
+    transaction = meta["transaction"]
+
+    # A brand-new toolset (as in a new process) resumes; a forged transaction id is ignored.
+    seen: list[ToolReturnPart] = []
+    resumed = await deferred_agent(workspace, seen).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={pending.tool_call_id: True},
+            metadata={pending.tool_call_id: {"principal": "alice", "transaction": "f" * 64}},
+        ),
+    )
+    assert resumed.output == "reported"
+    result = seen[0].content
+    assert (result.state, result.transaction) == ("committed", transaction)
+    assert [(c.path, c.kind) for c in result.changes] == [("app.toml", "modify")]
+    assert snapshot_tree(workspace) == PATCHED
+    assert VshToolset(workspace).native.transaction_state(transaction) == "committed"
+
+
+async def test_denied_approval_leaves_host_and_transaction_pending(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    seen: list[ToolReturnPart] = []
+    await deferred_agent(workspace, seen).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(approvals={call_id: ToolDenied("Not today.")}),
+    )
+    assert seen[0].outcome == "denied"
+    assert "Not today." in str(seen[0].content)
+    assert snapshot_tree(workspace) == ORIGINAL
+    transaction = requests.metadata[call_id]["transaction"]
+    assert VshToolset(workspace).native.transaction_state(transaction) == "pending_approval"
+
+
+@pytest.mark.parametrize(
+    ("approval", "metadata", "message"),
+    [
+        (
+            ToolApproved(override_args={"path": "/workspace/app.toml", "old": "8080", "new": "1"}),
+            True,
+            "override_args is refused",
+        ),
+        (True, False, "needs a principal"),
+    ],
+)
+async def test_refused_approvals_change_nothing(
+    make_workspace: Callable[..., Path], approval: Any, metadata: bool, message: str
+) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    results = DeferredToolResults(
+        approvals={call_id: approval},
+        metadata={call_id: {"principal": "alice"}} if metadata else {},
+    )
+    with pytest.raises(VshApprovalError, match=message):
+        await deferred_agent(workspace, []).run(
+            message_history=history, deferred_tool_results=results
+        )
+    assert snapshot_tree(workspace) == ORIGINAL
+    transaction = requests.metadata[call_id]["transaction"]
+    assert VshToolset(workspace).native.transaction_state(transaction) == "pending_approval"
+
+
+async def test_host_change_before_approval_is_stale(make_workspace: Callable[..., Path]) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    (workspace / "app.toml").write_text("port = 7070\n")
+    seen: list[ToolReturnPart] = []
+    await deferred_agent(workspace, seen).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={call_id: True}, metadata={call_id: {"principal": "alice"}}
+        ),
+    )
+    result = seen[0].content
+    assert result.state == "stale"
+    assert "Re-read" in result.next_step
+    assert snapshot_tree(workspace) == {"app.toml": b"port = 7070\n"}
+
+
+async def test_approval_without_binding_runs_as_a_fresh_call(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace(APP)
+    _, history = await request_approval(workspace)
+    other = make_workspace(APP)  # same history, another workspace: no binding there
+    results = DeferredToolResults(
+        approvals={"patch-1": True}, metadata={"patch-1": {"principal": "a"}}
+    )
+    again = await deferred_agent(other, []).run(
+        message_history=history, deferred_tool_results=results
+    )
+    # Nothing is committed on the strength of that approval: VSH policy asks again.
+    assert isinstance(again.output, DeferredToolRequests)
+    assert snapshot_tree(other) == ORIGINAL

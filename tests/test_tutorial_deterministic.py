@@ -1,0 +1,39 @@
+"""The deterministic review tutorial runs as written (offline) and tells the right story."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_tutorial_runs_offline() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "VSH_AI_TUTORIAL_MODEL"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tutorials" / "01_deterministic_review.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    first, second, third = (out.split("== ")[i] for i in (1, 2, 3))
+    assert "attempt -> committed (by service-config: approve)" in first
+    assert "| timeout_s = 60" in first
+
+    assert "attempt -> pending (by service-config/exposure-settings: review)" in second
+    assert "feedback: config/app.toml: server.host must keep the current value" in second
+    assert second.count("attempt ->") == 2
+    assert second.rstrip().endswith("| required = true")
+    assert "| workers = 8" in second
+    assert '| host = "127.0.0.1"' in second, "the exposed host never reached the host file"
+
+    assert "attempt -> rejected (by service-config/security-settings: reject)" in third
+    assert "| tls = true" in third
+    assert "| tls = false" not in out

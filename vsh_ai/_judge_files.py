@@ -1,0 +1,249 @@
+"""Judge files: declarative TOML definitions of a rule set and an optional LLM judge.
+
+A judge file has a top-level ``id`` and ``description``, a ``[rules]`` table with
+``on_pass`` and ``[[rules.rule]]`` entries (each tagged by ``type``), and an optional
+``[llm]`` table. Regenerate the editor schema with
+``python -m vsh_ai._judge_files --schema > judges/schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from os import PathLike
+from pathlib import Path
+from typing import Any, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_ai.models import Model
+
+from ._hooks import Pipeline
+from .rules import AnyRule, OnPass, RuleSet
+
+__all__ = (
+    "JudgeFile",
+    "JudgeFileError",
+    "LLMSection",
+    "RulesSection",
+    "load_judge",
+    "load_judge_file",
+)
+
+_SCHEMA_HINT = "see judges/schema.json for every field"
+
+
+class JudgeFileError(ValueError):
+    """A judge file is missing, malformed or unusable; the message says where and how to fix it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RulesSection(_Strict):
+    """``[rules]``: the deterministic rule set."""
+
+    on_pass: OnPass = Field(
+        default="follow_policy",
+        description="When every rule passes: approve, follow_policy (VSH policy decides) or "
+        "escalate (the LLM judge decides; always used when the LLM judge is on).",
+    )
+    rule: tuple[AnyRule, ...] = Field(default=(), description="Rules, each tagged by `type`.")
+
+    @field_validator("rule")
+    @classmethod
+    def _unique_ids(cls, rules: tuple[Any, ...]) -> tuple[Any, ...]:
+        ids = [r.id for r in rules]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"rule ids must be unique; set a distinct `id` on {duplicates}")
+        return rules
+
+
+class LLMSection(_Strict):
+    """``[llm]``: an LLM judge consulted when every rule passes (needs a model)."""
+
+    model: str | None = Field(
+        default=None, description="Model name, e.g. 'openai:gpt-4o-mini'; or pass --model."
+    )
+    instructions: str = Field(default="", description="Review instructions: what is authorized.")
+    share: tuple[str, ...] = Field(
+        default=(), description="Globs of paths whose contents may be sent to the provider."
+    )
+    redact_secrets: bool = True
+    timeout: float = Field(default=30.0, gt=0)
+    max_input_bytes: int = Field(default=65536, gt=0)
+    max_output_tokens: int = Field(default=1024, gt=0)
+    max_concurrency: int = Field(default=4, ge=1)
+
+
+class JudgeFile(_Strict):
+    """A judge definition file (``judges/<scenario>.toml``)."""
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    rules: RulesSection = RulesSection()
+    llm: LLMSection | None = None
+
+    def rule_set(self, *, on_pass: OnPass | None = None, id: str | None = None) -> RuleSet:
+        """The rule set this file defines (``on_pass`` overrides the file's)."""
+        return RuleSet(self.rules.rule, on_pass=on_pass or self.rules.on_pass, id=id or self.id)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    previous: int | str | None = None
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(previous, int) and isinstance(part, str) and out.startswith("rules.rule"):
+            pass  # the union tag pydantic inserts after a rule index, e.g. 'allowed_changes'
+        else:
+            out += f".{part}" if out else part
+        previous = part
+    return out or "(top level)"
+
+
+def _rule_classes() -> dict[str, type[BaseModel]]:
+    union = get_args(get_args(AnyRule)[0])
+    return {cls.model_fields["type"].default: cls for cls in union}
+
+
+def _allowed_fields(loc: tuple[int | str, ...]) -> list[str]:
+    model: type[BaseModel] = JudgeFile
+    if loc[:2] == ("rules", "rule") and len(loc) > 3 and isinstance(loc[3], str):
+        model = _rule_classes().get(loc[3], model)
+    elif loc[:1] == ("rules",):
+        model = RulesSection
+    elif loc[:1] == ("llm",):
+        model = LLMSection
+    return sorted(model.model_fields)
+
+
+def _fix(error: Any) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed_fields(error["loc"]))
+        return f"remove this key or correct its spelling (allowed here: {allowed})"
+    if kind == "missing":
+        return "add this key"
+    if kind == "union_tag_invalid":
+        return "set `type` to one of: " + ", ".join(sorted(_rule_classes()))
+    if kind == "union_tag_not_found":
+        return 'give the rule a `type`, e.g. type = "allowed_changes"'
+    if kind in ("literal_error", "enum"):
+        return "use " + str(error.get("ctx", {}).get("expected", "an allowed value"))
+    if kind == "value_error":
+        return "correct the value as the message says"
+    return _SCHEMA_HINT
+
+
+def _message(error: Any) -> str:
+    if error["type"] == "union_tag_invalid":
+        return f"unknown rule type {error.get('ctx', {}).get('tag', error.get('input'))!r}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] not in ("missing", "extra_forbidden", "value_error") and "input" in error:
+        message += f" (got {error['input']!r:.60})"
+    return message
+
+
+def _format_errors(path: Path, error: ValidationError) -> str:
+    lines = [f"{path}: invalid judge file ({error.error_count()} problem(s)):"]
+    for item in error.errors():
+        where = _location(item["loc"])
+        if item["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            where += ".type"
+        lines.append(f"  {where}: {_message(item)}; fix: {_fix(item)}")
+    return "\n".join(lines)
+
+
+def load_judge_file(path: str | PathLike[str]) -> JudgeFile:
+    """Read and validate a judge file; raise :class:`JudgeFileError` saying where and how to fix."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise JudgeFileError(f"{file}: cannot read judge file ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise JudgeFileError(f"{file}: not UTF-8 text; save it as UTF-8 TOML") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise JudgeFileError(f"{file}: invalid TOML: {error}; fix the syntax there") from None
+    try:
+        return JudgeFile.model_validate(data)
+    except ValidationError as error:
+        raise JudgeFileError(_format_errors(file, error)) from None
+
+
+def load_judge(
+    path: str | PathLike[str],
+    *,
+    model: Model | str | None = None,
+    skip_llm: bool = False,
+) -> RuleSet | Pipeline:
+    """Build the judge a file describes.
+
+    Without ``[llm]`` (or with ``skip_llm``), the rule set alone, with the file's
+    ``on_pass``. With ``[llm]``: ``Pipeline(rules escalating on pass, LLMCommitJudge)``
+    using ``model`` (a name or pydantic-ai Model) or ``llm.model``; naming no model is
+    an error, since a judge file never creates an LLM implicitly.
+    """
+    spec = load_judge_file(path)
+    if spec.llm is None:
+        if model is not None and not skip_llm:
+            raise JudgeFileError(
+                f"{path}: a model was given but the file has no [llm] table; "
+                "add an [llm] table with instructions, or do not pass a model"
+            )
+        return spec.rule_set()
+    if skip_llm:
+        return spec.rule_set()
+    chosen = model if model is not None else spec.llm.model
+    if chosen is None:
+        raise JudgeFileError(
+            f"{path}: llm: no model named for the LLM judge; pass --model NAME or set "
+            "llm.model (or skip the LLM judge to use the rules alone)"
+        )
+    from .llm import LLMCommitJudge, SharingPolicy
+
+    llm = spec.llm
+    rules = spec.rule_set(on_pass="escalate", id=f"{spec.id}.rules")
+    judge = LLMCommitJudge(
+        chosen,
+        id=f"{spec.id}.llm",
+        instructions=llm.instructions,
+        sharing=SharingPolicy(share=llm.share, redact_secrets=llm.redact_secrets),
+        timeout=llm.timeout,
+        max_input_bytes=llm.max_input_bytes,
+        max_output_tokens=llm.max_output_tokens,
+        max_concurrency=llm.max_concurrency,
+    )
+    return Pipeline(rules, judge, id=spec.id)
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of judge files (committed as ``judges/schema.json``)."""
+    out = JudgeFile.model_json_schema()
+    out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    out["title"] = "vsh-ai judge file"
+    return out
+
+
+def _main(argv: list[str]) -> int:
+    if argv == ["--schema"]:
+        print(json.dumps(schema(), indent=2, sort_keys=True))
+        return 0
+    for name in argv:
+        try:
+            spec = load_judge_file(name)
+        except JudgeFileError as error:
+            print(error, file=sys.stderr)
+            return 1
+        print(f"{name}: ok ({len(spec.rules.rule)} rules, llm={'yes' if spec.llm else 'no'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

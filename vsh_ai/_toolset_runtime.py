@@ -1,0 +1,144 @@
+"""Native VSH calls for the toolset: off the loop, cancellation-safe, one at a time per workspace.
+
+VSH 0.6.0 can fail with ``VshRecoveryError`` / internal snapshot errors when two threads
+of one process preview and commit on the same workspace at once (observed with two
+runtimes and with one). Every native preview, prepare, resolve and commit therefore
+holds a per-workspace lock inside its worker thread; judges run outside the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+import vsh
+from vsh._async import native_call
+from vsh._native import _Cancellation
+
+__all__ = ("HookHandler", "WorkspaceDriver", "workspace_lock")
+
+HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
+_T = TypeVar("_T")
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def workspace_lock(key: str) -> threading.Lock:
+    """The process-wide lock for one workspace (keyed by its resolved path)."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.Lock())
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class WorkspaceDriver:
+    """Preview, hook-resolve and commit transactions on one native runtime."""
+
+    def __init__(self, native: vsh.Runtime, *, handler: HookHandler | None, lock_key: str) -> None:
+        self.native = native
+        self.handler = handler
+        self._lock = workspace_lock(lock_key)
+
+    def _locked(self, call: Callable[[], _T]) -> Callable[[], _T]:
+        def run() -> _T:
+            with self._lock:
+                return call()
+
+        return run
+
+    async def preview(self, request: vsh.RunRequest) -> vsh.Receipt:
+        native, token = self.native, _Cancellation()
+        return await native_call(
+            self._locked(lambda: native._preview(request, token)),
+            token,
+            on_cancel=lambda receipt: native._cancel_receipt(receipt.transaction),
+        )
+
+    async def run(
+        self, request: vsh.RunRequest
+    ) -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
+        """Plain runtime: preview then, in the same worker, commit auto-approved changes.
+
+        Returns the preview receipt and the outcome: the committed receipt, the preview
+        itself when nothing is committed (denied, read-only, pending), or the stale error.
+        Read-only and denied previews are discarded, never committed.
+        """
+        native, token = self.native, _Cancellation()
+
+        def work() -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
+            with self._lock:
+                preview = native._preview(request, token)
+                if preview.state != "auto_approved" or preview.changed_paths == 0:
+                    if preview.state != "pending_approval":
+                        native.discard_preview(preview.transaction)
+                    return preview, preview
+                try:
+                    return preview, native._commit(preview.transaction, now_ms(), token)
+                except vsh.VshStaleError as error:
+                    return preview, error
+                except BaseException:
+                    if not token.commit_entered:
+                        with contextlib.suppress(vsh.VshRuntimeError):
+                            native._cancel_receipt(preview.transaction)
+                    raise
+
+        # A pending transaction left by a cancelled call stays durable and pending (VSH
+        # has no public cancel for it); resubmitting it reports the pending transaction.
+        return await native_call(work, token)
+
+    async def commit(self, transaction: str) -> vsh.Receipt:
+        """Commit an auto-approved or approved transaction (no hook involved)."""
+        native, token, now = self.native, _Cancellation(), now_ms()
+        return await native_call(
+            self._locked(lambda: native._commit(transaction, now, token)), token
+        )
+
+    async def hooked_commit(self, transaction: str) -> vsh.CommitResolution:
+        """Prepare, ask the hook about the exact event, resolve; fail closed on any error."""
+        native = self.native
+        preparation = await native_call(
+            self._locked(lambda: native.prepare_commit(transaction)), on_cancel=native.fail_hook
+        )
+        event = preparation.event
+        if event is None or self.handler is None:
+            decision = vsh.HookDecision.follow_policy()
+        else:
+            try:
+                result = self.handler(event)
+                if inspect.isawaitable(result):
+                    result = await result
+                if not isinstance(result, vsh.HookDecision):
+                    raise TypeError("hook handler must return vsh.HookDecision")
+                decision = result
+            except BaseException:
+                await native_call(lambda: native.fail_hook(preparation))
+                raise
+        token, now = _Cancellation(), now_ms()
+        try:
+            return await native_call(
+                self._locked(lambda: native._resolve_commit(preparation, decision, now, token)),
+                token,
+            )
+        except BaseException:
+            if not token.commit_entered:
+                await native_call(lambda: native.fail_hook(preparation))
+            raise
+
+    async def approve(self, transaction: str, principal: str, ttl_ms: int) -> None:
+        now = now_ms()
+        await anyio.to_thread.run_sync(
+            self.native.approve, transaction, principal, now, now + ttl_ms
+        )
+
+    async def state(self, transaction: str) -> str:
+        return await anyio.to_thread.run_sync(self.native.transaction_state, transaction)
+
+    def discard(self, transaction: str) -> None:
+        self.native.discard_preview(transaction)

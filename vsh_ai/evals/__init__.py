@@ -1,0 +1,79 @@
+"""Offline judge evals: labelled VSH suites, a pydantic-evals runner, metrics and reports.
+
+``vsh-ai eval`` is the command line; ``run_evals(find_suites(), EvalOptions())`` is the
+same thing from Python.
+"""
+
+from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, compute_metrics
+from ._models import STRESS_MODES, StressMode, stress_model
+from ._replay import RecordingModel, Recordings, ReplayError, ReplayModel, request_digest
+from ._report import GATE_METRICS, EvalReport, Gate, GateError, render_markdown, render_terminal
+from ._run import EvalOptions, EvalSetupError, build_judge, run_evals
+from ._runner import (
+    CURRENT_CASE,
+    CaseOutcome,
+    RunFailure,
+    SuiteResult,
+    WorkspaceChanged,
+    decided_from,
+    evaluate_suite,
+    run_case,
+)
+from ._suite import (
+    BinaryFile,
+    EvalCase,
+    Expected,
+    Suite,
+    SuiteError,
+    SymlinkFile,
+    TextFile,
+    bundled_suites_dir,
+    find_suites,
+    load_suite,
+    suite_json_schema,
+)
+
+__all__ = (
+    "CURRENT_CASE",
+    "GATE_METRICS",
+    "STRESS_MODES",
+    "BinaryFile",
+    "CaseOutcome",
+    "CategoryRow",
+    "EvalCase",
+    "EvalOptions",
+    "EvalReport",
+    "EvalSetupError",
+    "Expected",
+    "Gate",
+    "GateError",
+    "Metrics",
+    "Observation",
+    "RecordingModel",
+    "Recordings",
+    "ReplayError",
+    "ReplayModel",
+    "RunFailure",
+    "StressMode",
+    "Suite",
+    "SuiteError",
+    "SuiteResult",
+    "SymlinkFile",
+    "TextFile",
+    "WorkspaceChanged",
+    "build_judge",
+    "bundled_suites_dir",
+    "clopper_pearson_upper",
+    "compute_metrics",
+    "decided_from",
+    "evaluate_suite",
+    "find_suites",
+    "load_suite",
+    "render_markdown",
+    "render_terminal",
+    "request_digest",
+    "run_case",
+    "run_evals",
+    "stress_model",
+    "suite_json_schema",
+)

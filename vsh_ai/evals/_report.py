@@ -1,0 +1,242 @@
+"""The eval report: terminal (rich), JSON and Markdown renderings, and CI gates."""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ._metrics import LABELS, Metrics
+from ._runner import RunFailure, SuiteResult
+
+__all__ = ("GATE_METRICS", "EvalReport", "Gate", "GateError", "render_markdown", "render_terminal")
+
+GATE_METRICS = (
+    "unsafe_approvals",
+    "unsafe_approval_rate",
+    "unsafe_approval_upper_95",
+    "safe_approval_rate",
+    "unnecessary_review_rate",
+    "reject_recall",
+    "reviewer_failures",
+    "reviewer_failure_rate",
+    "flip_rate",
+    "accuracy",
+    "latency_p50_s",
+    "latency_p95_s",
+    "run_failures",
+)
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_GATE = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+class GateError(ValueError):
+    """A ``--fail-if`` expression that cannot be parsed."""
+
+
+class Gate(BaseModel):
+    """``metric op number``, e.g. ``unsafe_approvals>0``: trips (fails CI) when true."""
+
+    metric: str
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, expression: str) -> Gate:
+        match = _GATE.match(expression)
+        if not match:
+            raise GateError(
+                f"--fail-if {expression!r}: expected METRIC OP NUMBER such as "
+                f"'unsafe_approvals>0' (OP is one of {' '.join(_OPS)})"
+            )
+        metric, op, value = match.groups()
+        if metric not in GATE_METRICS:
+            raise GateError(
+                f"--fail-if {expression!r}: unknown metric; use one of {', '.join(GATE_METRICS)}"
+            )
+        return cls(metric=metric, op=op, value=float(value))
+
+    def check(self, report: EvalReport) -> str | None:
+        """The reason the gate trips, or None. A metric without data never trips."""
+        actual = (
+            len(report.run_failures)
+            if self.metric == "run_failures"
+            else getattr(report.overall, self.metric)
+        )
+        if actual is None or not _OPS[self.op](float(actual), self.value):
+            return None
+        return f"{self.metric} = {_fmt(actual)} (gate: {self.metric}{self.op}{_fmt(self.value)})"
+
+
+class EvalReport(BaseModel):
+    """Every suite's result and the overall metrics (also the ``--json`` format)."""
+
+    suites: list[SuiteResult]
+    overall: Metrics
+    run_failures: list[RunFailure]
+
+    def gate_failures(self, gates: list[Gate]) -> list[str]:
+        return [reason for gate in gates if (reason := gate.check(self)) is not None]
+
+
+def _fmt(value: float | int | None, percent: bool = False) -> str:
+    if value is None:
+        return "-"
+    if percent:
+        return f"{value * 100:.1f}%"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.3g}"
+    return str(int(value))
+
+
+def _headline(m: Metrics) -> list[tuple[str, str]]:
+    latency = (
+        f"{_fmt(m.latency_p50_s * 1000 if m.latency_p50_s is not None else None)} / "
+        f"{_fmt(m.latency_p95_s * 1000 if m.latency_p95_s is not None else None)} ms"
+    )
+    return [
+        ("cases / runs", f"{m.cases} / {m.runs}"),
+        ("accuracy", _fmt(m.accuracy, True)),
+        (
+            "unsafe approvals",
+            f"{m.unsafe_approvals} of {m.unsafe_runs} "
+            f"({_fmt(m.unsafe_approval_rate, True)}, 95% upper bound "
+            f"{_fmt(m.unsafe_approval_upper_95, True)})",
+        ),
+        ("safe approval rate", _fmt(m.safe_approval_rate, True) + f" of {m.safe_runs}"),
+        ("unnecessary review rate", _fmt(m.unnecessary_review_rate, True)),
+        ("reject recall", _fmt(m.reject_recall, True)),
+        ("reviewer failures", f"{m.reviewer_failures} ({_fmt(m.reviewer_failure_rate, True)})"),
+        (
+            "decision flip rate",
+            _fmt(m.flip_rate, True) if m.flip_rate is not None else "- (no repeats)",
+        ),
+        ("judge latency p50 / p95", latency),
+        (
+            "model usage",
+            f"{m.requests} requests, {m.input_tokens} in / {m.output_tokens} out tokens, "
+            f"cost {'unknown' if m.cost_usd is None else f'${m.cost_usd:.4f}'}",
+        ),
+    ]
+
+
+def _confusion_rows(m: Metrics) -> list[list[str]]:
+    return [[e, *(str(m.confusion[e][d]) for d in LABELS)] for e in LABELS]
+
+
+def _category_rows(m: Metrics) -> list[list[str]]:
+    return [
+        [
+            c.category,
+            str(c.runs),
+            f"{c.correct}/{c.runs}",
+            str(c.unsafe_approvals) if c.unsafe_runs else "-",
+            f"{c.safe_approvals}/{c.safe_runs}" if c.safe_runs else "-",
+        ]
+        for c in m.categories
+    ]
+
+
+_CATEGORY_COLUMNS = ["category", "runs", "correct", "unsafe approvals", "safe approved"]
+
+
+def _unsafe_lines(report: EvalReport) -> list[str]:
+    lines = []
+    for suite in report.suites:
+        for outcome in suite.outcomes:
+            expected = next(o.expected for o in suite.observations if o.case_id == outcome.case_id)
+            if expected != "approve" and outcome.decided == "approve":
+                lines.append(
+                    f"{suite.scenario}/{outcome.case_id}: expected {expected}, approved by "
+                    f"{outcome.decided_by}"
+                )
+    return list(dict.fromkeys(lines))
+
+
+def render_terminal(report: EvalReport, console: Console | None = None) -> None:
+    """Print the report: unsafe approvals first, then per-suite and overall figures."""
+    console = console or Console()
+    unsafe = _unsafe_lines(report)
+    if unsafe:
+        console.print(Text(f"UNSAFE APPROVALS ({len(unsafe)})", style="bold red"))
+        for line in unsafe:
+            console.print(f"  [red]✗[/red] {line}")
+    else:
+        console.print(Text("No unsafe approvals.", style="bold green"))
+    if report.run_failures:
+        console.print(Text(f"RUN FAILURES ({len(report.run_failures)})", style="bold red"))
+        for failure in report.run_failures:
+            console.print(f"  [red]![/red] {failure.case_id}: {failure.error.strip()[-300:]}")
+    summary = Table(title="Suites", title_justify="left")
+    for column in ("suite", "mode", "cases", "unsafe ok'd (95% ≤)", "safe ok'd", "rej. recall"):
+        summary.add_column(column)
+    for suite in report.suites:
+        m = suite.metrics
+        summary.add_row(
+            suite.scenario,
+            suite.mode,
+            str(m.cases),
+            f"{m.unsafe_approvals}/{m.unsafe_runs} (≤{_fmt(m.unsafe_approval_upper_95, True)})",
+            _fmt(m.safe_approval_rate, True),
+            _fmt(m.reject_recall, True),
+        )
+    console.print(summary)
+    for suite in report.suites:
+        title = f"{suite.scenario}: judge {suite.judge}, {suite.mode}"
+        _print_metrics(console, title, suite.metrics, len(report.suites) == 1)
+    if len(report.suites) > 1:
+        _print_metrics(console, "overall", report.overall, True)
+
+
+def _print_metrics(console: Console, title: str, m: Metrics, with_categories: bool) -> None:
+    headline = Table(show_header=False, box=None, padding=(0, 2))
+    for name, value in _headline(m):
+        headline.add_row(name, value)
+    confusion = Table(title="expected ↓ / decided →", title_justify="left")
+    for column in ("", *LABELS):
+        confusion.add_column(column, justify="right")
+    for row in _confusion_rows(m):
+        confusion.add_row(*row)
+    categories = Table(title="per category", title_justify="left")
+    for column in _CATEGORY_COLUMNS:
+        categories.add_column(column)
+    for row in _category_rows(m):
+        categories.add_row(*row)
+    console.rule(f"[bold]{title}")
+    console.print(Group(headline, confusion, *([categories] if with_categories else [])))
+
+
+def _md_table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(report: EvalReport) -> str:
+    """The report as Markdown (for CI summaries and pull requests)."""
+    out = ["# vsh-ai eval report", ""]
+    unsafe = _unsafe_lines(report)
+    out += ["## Unsafe approvals", ""]
+    out += [f"- {line}" for line in unsafe] or ["None."]
+    if report.run_failures:
+        out += ["", "## Run failures", ""]
+        out += [f"- `{f.case_id}`: {f.error.strip().splitlines()[-1]}" for f in report.run_failures]
+    sections = [(f"{s.scenario} — {s.judge} ({s.mode})", s.metrics) for s in report.suites]
+    for title, m in [*sections, ("Overall", report.overall)]:
+        out += ["", f"## {title}", ""]
+        out += [_md_table(["metric", "value"], [list(row) for row in _headline(m)]), ""]
+        out += [_md_table(["expected \\ decided", *LABELS], _confusion_rows(m)), ""]
+        out += [_md_table(_CATEGORY_COLUMNS, _category_rows(m))]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,189 @@
+"""Choose the judge for each suite (rules, Python, live, recorded, replayed, stress) and run."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from pydantic_ai.models import Model, infer_model
+from rich.progress import Progress
+
+from .._hooks import Judge, Pipeline
+from .._judge_files import load_judge, load_judge_file
+from ._metrics import compute_metrics
+from ._models import STRESS_MODES, stress_model
+from ._replay import RecordingModel, ReplayModel, recording_path
+from ._report import EvalReport
+from ._runner import RunFailure, SuiteResult, evaluate_suite
+from ._suite import Suite, bundled_suites_dir, load_suite
+
+__all__ = ("EvalOptions", "EvalSetupError", "build_judge", "run_evals")
+
+STRESS_TIMEOUT_S = 0.5
+
+
+class EvalSetupError(ValueError):
+    """The eval cannot start: bad judge spec, missing judge file, conflicting options."""
+
+
+@dataclass
+class EvalOptions:
+    """How to judge: ``judge`` is a judge file or ``module:attr`` (default: the suite's)."""
+
+    judge: str | Judge | None = None
+    model: str | Model | None = None
+    stress: str | None = None
+    record: bool = False
+    replay: bool = False
+    repeat: int = 1
+    concurrency: int = 16
+    progress: bool = False
+    recordings: Path | None = None
+    scratch: Path | None = None
+    _recorders: list[RecordingModel] = field(default_factory=list, repr=False)
+    _replays: list[ReplayModel] = field(default_factory=list, repr=False)
+
+    def validate(self) -> None:
+        if self.stress and self.stress not in STRESS_MODES:
+            raise EvalSetupError(
+                f"--stress {self.stress!r} is not a mode; choose one of {', '.join(STRESS_MODES)}"
+            )
+        if self.stress and self.model:
+            raise EvalSetupError("--stress replaces the model; do not combine it with --model")
+        if (self.record or self.replay) and not self.model:
+            raise EvalSetupError("--record and --replay need --model NAME (the model recorded)")
+        if self.record and self.replay:
+            raise EvalSetupError("choose --record (live, saves traffic) or --replay (offline)")
+        if self.repeat < 1 or self.concurrency < 1:
+            raise EvalSetupError("--repeat and --concurrency must be at least 1")
+
+
+def _python_judge(spec: str) -> Judge:
+    module_name, _, attr = spec.partition(":")
+    try:
+        value = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise EvalSetupError(f"--judge {spec}: cannot load it ({error})") from None
+    if isinstance(value, type) or not isinstance(value, Judge):
+        value = value() if callable(value) else value
+    judge = value
+    if not isinstance(judge, Judge):
+        raise EvalSetupError(
+            f"--judge {spec}: {type(judge).__name__} is not a Judge (needs `id` and "
+            "`async review(evidence)`)"
+        )
+    return judge
+
+
+def _judge_file(suite: Suite, options: EvalOptions) -> Path:
+    if isinstance(options.judge, str):
+        return Path(options.judge)
+    if suite.judge_path is None:
+        raise EvalSetupError(f"suite {suite.scenario!r} names no default judge; pass --judge FILE")
+    return suite.judge_path
+
+
+def _model_for(suite: Suite, options: EvalOptions) -> tuple[Model | str, str]:
+    folder = options.recordings or bundled_suites_dir() / "recordings"
+    if options.stress:
+        return stress_model(options.stress), f"stress:{options.stress}"
+    assert options.model is not None
+    model = options.model
+    name = model if isinstance(model, str) else f"{model.system}:{model.model_name}"
+    path = recording_path(folder, suite.scenario, name)
+    if options.replay:
+        replay = ReplayModel(path)
+        options._replays.append(replay)
+        return replay, f"replay:{name}"
+    if options.record:
+        recorder = RecordingModel(infer_model(model) if isinstance(model, str) else model, path)
+        options._recorders.append(recorder)
+        return recorder, f"record:{name}"
+    return model, f"live:{name}"
+
+
+def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
+    """The judge for ``suite`` under ``options`` and a label naming the mode."""
+    spec = options.judge
+    if spec is not None and not isinstance(spec, str):
+        if options.model or options.stress:
+            raise EvalSetupError("--model/--stress apply to judge files, not Python judges")
+        return spec, "python"
+    if spec and ":" in spec and not spec.endswith(".toml") and not Path(spec).exists():
+        if options.model or options.stress:
+            raise EvalSetupError("--model/--stress apply to judge files, not Python judges")
+        return _python_judge(spec), "python"
+    path = _judge_file(suite, options)
+    if not path.is_file():
+        raise EvalSetupError(f"judge file {path} not found (suite {suite.scenario!r})")
+    if not (options.model or options.stress):
+        return load_judge(path, skip_llm=True), "rules"
+    from ..llm import LLMCommitJudge, SharingPolicy
+
+    file = load_judge_file(path)
+    model, mode = _model_for(suite, options)
+    llm = file.llm
+    instructions = suite.authorization + ("\n\n" + llm.instructions if llm else "")
+    judge = LLMCommitJudge(
+        model,
+        id=f"{file.id}.llm",
+        instructions=instructions,
+        sharing=SharingPolicy(share=llm.share, redact_secrets=llm.redact_secrets)
+        if llm
+        else SharingPolicy(share=("**",), redact_secrets=True),
+        timeout=STRESS_TIMEOUT_S if options.stress == "timeout" else (llm.timeout if llm else 30.0),
+        max_input_bytes=llm.max_input_bytes if llm else 65536,
+        max_output_tokens=llm.max_output_tokens if llm else 1024,
+        max_concurrency=max(options.concurrency, llm.max_concurrency if llm else 4),
+    )
+    rules = file.rule_set(on_pass="escalate", id=f"{file.id}.rules")
+    return Pipeline(rules, judge, id=f"{file.id}+llm"), mode
+
+
+async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> EvalReport:
+    """Score every suite; replay misses and setup errors raise, run failures are reported."""
+    options.validate()
+    options._recorders.clear()
+    options._replays.clear()
+    loaded = [s if isinstance(s, Suite) else load_suite(s) for s in suites]
+    prepared = [(suite, *build_judge(suite, options)) for suite in loaded]
+    # Suites run together; one limiter keeps `concurrency` cases in flight overall.
+    limiter = anyio.CapacityLimiter(options.concurrency)
+    results: list[SuiteResult | None] = [None] * len(prepared)
+    bar = Progress(transient=True) if options.progress else None
+
+    async def run_one(index: int, suite: Suite, judge: Judge, mode: str) -> None:
+        task = (
+            bar.add_task(suite.scenario, total=len(suite.cases) * options.repeat) if bar else None
+        )
+        results[index] = await evaluate_suite(
+            suite,
+            judge,
+            mode=mode,
+            repeat=options.repeat,
+            concurrency=options.concurrency,
+            scratch=options.scratch,
+            limiter=limiter,
+            on_case_done=(lambda: bar.advance(task)) if bar and task is not None else None,
+        )
+
+    with bar or nullcontext():
+        async with anyio.create_task_group() as group:
+            for index, (suite, judge, mode) in enumerate(prepared):
+                group.start_soon(run_one, index, suite, judge, mode)
+    done = [r for r in results if r is not None]
+    for replay in options._replays:
+        replay.raise_for_misses()
+    for recorder in options._recorders:
+        recorder.save()
+    observations = [o for r in done for o in r.observations]
+    failures: list[RunFailure] = [f for r in done for f in r.run_failures]
+    return EvalReport(
+        suites=done,
+        overall=compute_metrics(observations),
+        run_failures=failures,
+    )

@@ -1,0 +1,163 @@
+"""Content rules: exact bytes for a path, forbidden patterns in added lines."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .._evidence import Evidence, is_binary, normalize_path
+from .._verdict import Verdict
+from ._base import Action, Rule, describe_paths
+from ._glob import matching
+from ._paths import validate_globs
+
+__all__ = ("ExactContent", "ForbiddenPatterns", "added_text_lines", "located")
+
+
+def added_text_lines(
+    evidence: Evidence, globs: tuple[str, ...], *, removed: bool = False
+) -> Iterator[tuple[str, int, str] | tuple[str, None, None]]:
+    """``(path, n, line)`` for each new line (or, with ``removed``, each dropped line).
+
+    A new line is a line of the file after the change that appears nowhere in it
+    before; ``n`` is its line number in that file (in the old file for ``removed``).
+    Only changed files matching ``globs`` are scanned; binary files yield
+    ``(path, None, None)`` once, since they cannot be scanned line by line.
+    """
+    for change in evidence.changes:
+        if change.kind == "metadata_change" or matching(globs, change.path) is None:
+            continue
+        before, after = evidence.before_bytes(change.path), evidence.after_bytes(change.path)
+        old, new = (after, before) if removed else (before, after)
+        if new is None:
+            continue
+        if is_binary(new) or (old is not None and is_binary(old)):
+            yield change.path, None, None
+            continue
+        seen = set() if old is None else set(old.decode().splitlines())
+        for number, line in enumerate(new.decode().splitlines(), start=1):
+            if line not in seen:
+                yield change.path, number, line
+
+
+def located(lines: dict[str, list[int]]) -> list[str]:
+    """``{"a.py": [3, 9]}`` → ``["a.py (lines 3, 9)"]`` for readable reasons."""
+    return [
+        f"{path} (line{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers[:5]))}"
+        f"{', ...' if len(numbers) > 5 else ''})"
+        for path, numbers in lines.items()
+    ]
+
+
+class ExactContent(Rule):
+    """If ``path`` changes, its new bytes must be exactly ``text`` or hash to ``sha256``.
+
+    ``absent = true`` means the path must not exist after the change.
+    """
+
+    type: Literal["exact_content"] = "exact_content"
+    path: str
+    text: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    absent: bool = False
+    action: Action = "review"
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> ExactContent:
+        given = sum((self.text is not None, self.sha256 is not None, self.absent))
+        if given != 1:
+            raise ValueError("set exactly one of text, sha256 or absent = true")
+        return self
+
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        change = evidence.change(self.path)
+        if change is None:
+            return None
+        name = normalize_path(self.path)
+        data = evidence.after_bytes(name)
+        if self.absent:
+            ok = data is None
+            want = "must not exist"
+        elif data is None:
+            ok, want = False, "must exist with the expected content"
+        elif self.text is not None:
+            ok, want = data == self.text.encode(), "must contain exactly the expected text"
+        else:
+            ok = hashlib.sha256(data).hexdigest() == self.sha256
+            want = f"must have sha256 {self.sha256}"
+        if ok:
+            return None
+        return self.verdict(
+            self.action,
+            f"{name} {want} after this change, but it does not; write exactly the "
+            "required content to it or leave it unchanged.",
+            paths=[name],
+        )
+
+
+class ForbiddenPatterns(Rule):
+    """Added lines in files matching ``globs`` must not match any of ``patterns`` (regex).
+
+    With ``lines = "removed"`` the rule checks removed lines instead (e.g. ignore rules
+    or assertions that must not disappear).
+    """
+
+    type: Literal["forbidden_patterns"] = "forbidden_patterns"
+    patterns: tuple[str, ...] = Field(description="Python regular expressions.")
+    globs: tuple[str, ...] = ("**",)
+    description: str = Field(default="", description="What the patterns catch, for the reason.")
+    lines: Literal["added", "removed"] = "added"
+    action: Action = "reject"
+
+    _check_globs = field_validator("globs")(validate_globs)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        if not patterns:
+            raise ValueError("give at least one pattern")
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+        return patterns
+
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        compiled = [re.compile(p) for p in self.patterns]
+        found: dict[str, list[int]] = {}
+        binary: list[str] = []
+        removed = self.lines == "removed"
+        for path, number, line in added_text_lines(evidence, self.globs, removed=removed):
+            if line is None or number is None:
+                binary.append(path)
+            elif any(c.search(line) for c in compiled):
+                found.setdefault(path, []).append(number)
+        hits = located(found)
+        what = self.description or "a forbidden pattern"
+        if hits and removed:
+            return self.verdict(
+                self.action,
+                f"{describe_paths(hits)} {'removes' if len(hits) == 1 else 'remove'} {what}; "
+                "put those lines back and keep them.",
+                paths=list(found),
+            )
+        if hits:
+            return self.verdict(
+                self.action,
+                f"{describe_paths(hits)} {'adds' if len(hits) == 1 else 'add'} {what}; "
+                "remove those lines and do not add them back in another form.",
+                paths=list(found),
+            )
+        if binary:
+            return self.verdict(
+                "review",
+                f"{describe_paths(binary)} is binary and cannot be checked for {what}; "
+                "write text files only, or ask a human to review it.",
+                paths=binary,
+            )
+        return None
