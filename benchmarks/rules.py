@@ -115,10 +115,11 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tx_ms, evidence = await transaction_ms(Path(tmp) / "one", runs=40)
         hook = as_hook(SERVICE)
+        copies = [Evidence.model_validate(evidence.model_dump()) for _ in range(200)]
         started = time.perf_counter()
-        for _ in range(200):
-            await hook.decide(Evidence.model_validate(evidence.model_dump()))
-        hook_ms = (time.perf_counter() - started) / 200 * 1000
+        for copy in copies:
+            await hook.decide(copy)
+        hook_ms = (time.perf_counter() - started) / len(copies) * 1000
         print("One-file config change (strict policy, content captured)")
         print(f"  VSH transaction (preview + hooked commit), median: {tx_ms:8.3f} ms")
         for rules in (SERVICE, PATHS_ONLY):
@@ -127,7 +128,7 @@ async def main() -> None:
                 f"  rule set {rules.id:<18} ({len(rules.rules):2d} rules), median: {ms:8.3f} ms"
                 f"  = {ms / tx_ms:6.2%} of the transaction (target < 2%)"
             )
-        print(f"  full hook decision (as_hook + span), mean:        {hook_ms:8.3f} ms")
+        print(f"  full hook decision (as_hook: span, checks, rules), mean: {hook_ms:6.3f} ms")
 
         print("\nScaling with changed files (median evaluation time)")
         print(

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 import vsh
+from conftest import snapshot_tree
 
-from tests.conftest import snapshot_tree
 from vsh_ai import Evidence, JudgeHook, Pipeline, Quorum, Verdict, as_hook
 from vsh_ai.rules import AllowedChanges, RuleSet
 

@@ -445,6 +445,26 @@ class Evidence(_Frozen):
     def all_writes_resolvable(self) -> bool:
         return not self.unresolved_writes
 
+    @cached_property
+    def uncaptured_contents(self) -> tuple[str, ...]:
+        """Paths whose before/after file bytes or read bytes are not in ``contents``.
+
+        Checked from the blobs themselves rather than trusting ``content_complete``:
+        a canonical side of a content change, or a content read, with no captured bytes.
+        """
+        missing: dict[str, None] = {}
+        for change in self.changes:
+            if change.kind == "metadata_change":
+                continue  # bytes unchanged; VSH does not hash them
+            for node in (change.before, change.after):
+                if node is not None and node.kind == "file" and self.blob_bytes(node.blob) is None:
+                    missing[change.path] = None
+        for effect in self.effects:
+            unseen = self.blob_bytes(effect.observed_content) is None
+            if effect.operation == "content_read" and effect.observed_content and unseen:
+                missing.update(dict.fromkeys(effect.paths))
+        return tuple(missing)
+
     @property
     def complete(self) -> bool:
         """Structurally complete, content complete, and every written version resolvable."""
@@ -452,6 +472,7 @@ class Evidence(_Frozen):
             self.evidence_complete
             and not self.evidence_truncated
             and self.content_complete
+            and not self.uncaptured_contents
             and self.all_writes_resolvable
         )
 
@@ -460,7 +481,7 @@ class Evidence(_Frozen):
         reasons: list[str] = []
         if not self.evidence_complete or self.evidence_truncated:
             reasons.append("VSH reported structurally incomplete or truncated evidence")
-        if not self.content_complete:
+        if not self.content_complete or self.uncaptured_contents:
             reasons.append("changed or read contents were not all captured")
         for version in self.unresolved_writes:
             where = "an intermediate" if version.sequence >= 0 else "the final"

@@ -56,7 +56,7 @@ _ACTIONABLE = frozenset(("auto_approved", "pending_approval"))
 _DUPLICATE = re.compile(
     r"(?:duplicate transaction:|pending artifact already exists for) ([0-9a-f]{16,})"
 )
-_PERMISSION = re.compile(r"PermissionError: (.*)$", re.MULTILINE)
+_PERMISSION = re.compile(r"^PermissionError: (.+)$", re.MULTILINE)
 _NEEDS_APPROVAL = "needs approval: VSH policy requires a person to approve this change"
 
 
@@ -275,9 +275,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             budget=self.budget,
         )
         retry: ModelRetry | None = None
-        with logfire.span(
-            "vsh-ai transaction", tool=tool, language=_language_name(language)
-        ) as span:
+        with _span("vsh-ai transaction", tool=tool, language=_language_name(language)) as span:
             try:
                 result = await self._transact(request)
                 span.set_attributes(_span_attributes(result))
@@ -474,7 +472,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 f"DeferredToolResults(metadata={{{call_id!r}: {{'principal': 'name'}}}})"
             )
         transaction = binding.transaction
-        with logfire.span("vsh-ai approve {tool}", tool=name, transaction=transaction) as span:
+        with _span("vsh-ai approve", tool=name, transaction=transaction) as span:
             result = await self._approve_and_commit(transaction, principal, binding.changes)
             span.set_attributes(_span_attributes(result))
         return result
@@ -525,6 +523,31 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         if run is not None:
             languages = ["monty", "bash"] if self.bash_enabled else ["monty"]
             run.function_schema.json_schema["properties"]["language"]["enum"] = languages
+
+
+class _NoSpan:
+    def __enter__(self) -> _NoSpan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        return None
+
+    def set_attributes(self, attributes: dict[str, Any]) -> None:
+        return None
+
+
+def _span(name: str, **attributes: Any) -> Any:
+    """A Logfire span; nothing at all when Logfire is unconfigured (it would drop the span).
+
+    Skipping it saves its cost on every transaction; if Logfire's internals change, the
+    ``getattr`` default keeps spans on.
+    """
+    if not getattr(logfire.DEFAULT_LOGFIRE_INSTANCE.config, "_initialized", True):
+        return _NoSpan()
+    return logfire.span(name, **attributes)
 
 
 def _span_attributes(result: VshResult) -> dict[str, Any]:
