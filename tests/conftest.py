@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -47,21 +47,15 @@ def make_workspace(tmp_path: Path) -> Callable[[Files], Path]:
     counter = iter(range(1_000_000))
 
     def make(files: Files) -> Path:
-        return write_tree(tmp_path / f"ws{next(counter)}", files) if files else _empty(tmp_path / f"ws{next(counter)}")
+        root = tmp_path / f"ws{next(counter)}"
+        root.mkdir(parents=True)
+        return write_tree(root, files)
 
     return make
 
 
-def _empty(path: Path) -> Path:
-    path.mkdir(parents=True)
-    return path
-
-
-EvidenceFactory = Callable[..., "object"]
-
-
 @pytest.fixture
-def evidence_for(make_workspace: Callable[[Files], Path]) -> Callable[..., object]:
+def evidence_for(make_workspace: Callable[[Files], Path]) -> Callable[..., Awaitable[Evidence]]:
     """``await evidence_for(files, code, intent=..., policy=..., language=...)`` → real Evidence."""
 
     async def build(

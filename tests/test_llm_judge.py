@@ -208,7 +208,9 @@ async def test_model_failures_are_reviewed_without_echoing_details(
 ) -> None:
     verdict = await judge_for(model).review(safe_evidence)
     assert (verdict.decision, verdict.failure) == ("review", category)
-    assert "443" not in verdict.model_dump_json()
+    dumped = verdict.model_dump_json()
+    assert "port = 443" not in dumped
+    assert "tls = true" not in dumped
     assert "approve" not in verdict.reason
 
 

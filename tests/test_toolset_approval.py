@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import snapshot_tree
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -224,3 +230,49 @@ async def test_approval_without_binding_runs_as_a_fresh_call(
     # Nothing is committed on the strength of that approval: VSH policy asks again.
     assert isinstance(again.output, DeferredToolRequests)
     assert snapshot_tree(other) == ORIGINAL
+
+
+RESUME_SCRIPT = """
+import json, sys
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
+from pydantic_ai.models.function import FunctionModel
+from vsh_ai._toolset import VshToolset
+
+workspace, history_json, call_id = sys.argv[1:4]
+history = ModelMessagesTypeAdapter.validate_json(history_json)
+model = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("reported")]))
+toolset = VshToolset(workspace, policy="strict", approval="deferred")
+agent = Agent(model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
+results = DeferredToolResults(approvals={call_id: True}, metadata={call_id: {"principal": "ops"}})
+run = agent.run_sync(message_history=history, deferred_tool_results=results)
+returned = run.new_messages()[0].parts[0].content
+print(json.dumps({"state": returned.state, "transaction": returned.transaction}))
+"""
+
+
+def test_resume_in_a_new_process(make_workspace: Callable[..., Path]) -> None:
+    workspace = make_workspace(APP)
+    requests, history = anyio.run(request_approval, workspace)
+    call_id = requests.approvals[0].tool_call_id
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RESUME_SCRIPT,
+            str(workspace),
+            ModelMessagesTypeAdapter.dump_json(history).decode(),
+            call_id,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LOGFIRE_IGNORE_NO_CONFIG": "1"},
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    outcome = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert outcome == {
+        "state": "committed",
+        "transaction": requests.metadata[call_id]["transaction"],
+    }
+    assert snapshot_tree(workspace) == PATCHED

@@ -32,9 +32,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai._judge_files import load_judge
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshToolset
+from vsh_ai import VshResult, VshToolset, load_judge
 from vsh_ai.rules import RuleSet
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")

@@ -34,9 +34,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from vsh_ai import Pipeline
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshToolset
+from vsh_ai import Pipeline, VshResult, VshToolset
 from vsh_ai.llm import LLMCommitJudge, SharingPolicy
 from vsh_ai.rules import AllowedChanges, NoSecrets, RuleSet
 

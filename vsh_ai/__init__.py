@@ -1,4 +1,11 @@
-"""vsh-ai: simulate agent file changes in VSH, judge the exact diff, commit approved work."""
+"""vsh-ai: simulate agent file changes in VSH, judge the exact diff, commit approved work.
+
+- :class:`VshToolset` / :class:`VshCapability`: let a Pydantic AI agent submit VSH programs.
+- :class:`Evidence`, :class:`Verdict`, :class:`Judge`, :func:`as_hook`: judges as fail-closed
+  VSH commit hooks; :mod:`vsh_ai.rules` (deterministic rules), :mod:`vsh_ai.llm` (the LLM
+  commit judge), :func:`load_judge` (declarative judge files).
+- :mod:`vsh_ai.evals`: score any judge offline against labelled VSH diffs.
+"""
 
 from ._evidence import (
     Change,
@@ -14,10 +21,19 @@ from ._evidence import (
     WrittenVersion,
 )
 from ._hooks import Judge, JudgeHook, Pipeline, Quorum, as_hook, judge_digest
+from ._judge_files import JudgeFile, JudgeFileError, load_judge, load_judge_file
+from ._results import ChangedPath, OutputLimits, ToolState, VshResult
+from ._simulate import Simulation, simulate
+from ._toolset import ApprovalMode, ToolName, ToolsetOptions, VshCapability, VshToolset
+from ._toolset_approvals import VshApprovalError
 from ._verdict import Decision, FailureCategory, Usage, Verdict
+from .llm import LLMCommitJudge, SharingPolicy
+from .rules import Rule, RuleSet
 
 __all__ = (
+    "ApprovalMode",
     "Change",
+    "ChangedPath",
     "Content",
     "Counters",
     "Decision",
@@ -28,14 +44,32 @@ __all__ = (
     "ExecutionInfo",
     "FailureCategory",
     "Judge",
+    "JudgeFile",
+    "JudgeFileError",
     "JudgeHook",
+    "LLMCommitJudge",
     "Node",
+    "OutputLimits",
     "Pipeline",
     "PolicyResult",
     "Quorum",
+    "Rule",
+    "RuleSet",
+    "SharingPolicy",
+    "Simulation",
+    "ToolName",
+    "ToolState",
+    "ToolsetOptions",
     "Usage",
     "Verdict",
+    "VshApprovalError",
+    "VshCapability",
+    "VshResult",
+    "VshToolset",
     "WrittenVersion",
     "as_hook",
     "judge_digest",
+    "load_judge",
+    "load_judge_file",
+    "simulate",
 )

@@ -391,7 +391,12 @@ class Evidence(_Frozen):
         name = normalize_path(path) if change is None else change.path
         before = (self.before_text(name) or "").splitlines(keepends=True)
         after = (self.after_text(name) or "").splitlines(keepends=True)
-        return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", n=context))
+        lines = difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", n=context)
+        # A last line without a newline gets git's marker instead of running into the next.
+        return "".join(
+            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
+            for line in lines
+        )
 
     def is_binary(self, path: str) -> bool:
         """True when either side of ``path`` is binary (raises EvidenceGap if uncaptured)."""

@@ -80,7 +80,9 @@ class Pipeline:
         for judge in self.judges:
             verdict = await judge.review(evidence)
             if not isinstance(verdict, Verdict):
-                raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
+                raise TypeError(
+                    f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict"
+                )
             trail.append(verdict)
             if verdict.is_final:
                 break
@@ -122,13 +124,17 @@ class Quorum:
         results: list[Verdict] = []
         for judge, verdict in zip(self.judges, verdicts, strict=True):
             if not isinstance(verdict, Verdict):
-                raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
+                raise TypeError(
+                    f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict"
+                )
             results.append(verdict)
         usage = _sum_usage(results)
         votes = [f"{v.judge}:{v.decision}" for v in results]
         rejects = [v for v in results if v.decision == "reject"]
         if rejects:
-            return Verdict.reject(rejects[0].reason, judge=self.id, usage=usage, details={"votes": votes})
+            return Verdict.reject(
+                rejects[0].reason, judge=self.id, usage=usage, details={"votes": votes}
+            )
         approvals = sum(v.decision == "approve" for v in results)
         if approvals >= self.required:
             return Verdict.approve(
@@ -179,7 +185,9 @@ class JudgeHook:
         remember: int = 256,
     ) -> None:
         if not isinstance(judge, Judge):
-            raise TypeError(f"{judge!r} is not a Judge: it needs an `id` and `async review(evidence)`")
+            raise TypeError(
+                f"{judge!r} is not a Judge: it needs an `id` and `async review(evidence)`"
+            )
         if not (math.isfinite(timeout) and timeout > 0):
             raise ValueError("timeout must be a positive number of seconds")
         if max_concurrency < 1 or not (math.isfinite(capacity_wait) and capacity_wait >= 0):

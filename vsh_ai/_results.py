@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
@@ -24,7 +23,6 @@ __all__ = (
     "changes_of",
     "next_step_for",
     "render_diff",
-    "unified_diff",
 )
 
 ToolState = Literal["committed", "read", "pending", "rejected", "denied", "stale"]
@@ -132,20 +130,6 @@ def _summary(changes: Sequence[ChangedPath]) -> str:
     return f"{parts}: {shown}{more}"
 
 
-def unified_diff(before: str | None, after: str | None, path: str) -> str:
-    """A unified diff that marks a missing final newline the way ``git diff`` does."""
-    lines = []
-    for line in difflib.unified_diff(
-        _lines(before), _lines(after), f"a/{path}", f"b/{path}", lineterm="\n"
-    ):
-        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(lines)
-
-
-def _lines(text: str | None) -> list[str]:
-    return (text or "").splitlines(keepends=True)
-
-
 def render_diff(evidence: Evidence, limit: int) -> str:
     """Unified diffs of every changed text path (binary/uncaptured paths get one line)."""
     chunks: list[str] = []
@@ -154,9 +138,7 @@ def render_diff(evidence: Evidence, limit: int) -> str:
             if evidence.is_binary(change.path):
                 chunks.append(f"Binary {change.kind}: {change.path}\n")
                 continue
-            text = unified_diff(
-                evidence.before_text(change.path), evidence.after_text(change.path), change.path
-            )
+            text = evidence.unified_diff(change.path)
         except (EvidenceGap, UnicodeDecodeError):
             text = ""
         chunks.append(text or f"{change.kind}: {change.path} (contents not captured)\n")
