@@ -7,11 +7,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from vsh_ai import Evidence
 from vsh_ai._simulate import simulate
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
+
+# Property tests check logic, not speed: hypothesis's default 200 ms per-example deadline
+# only adds flakes on a loaded 2-core CI machine, where any example can stall that long.
+settings.register_profile("vsh-ai", deadline=None)
+settings.load_profile("vsh-ai")
 
 Files = Mapping[str, str | bytes]
 

@@ -97,13 +97,18 @@ async def test_always_approve_approves_every_unsafe_case_the_hook_lets_it_decide
     suite = load_suite(find_suites(["service-config"])[0])
     result = await evaluate_suite(suite, AlwaysApprove())
     blocked = {o.case_id for o in result.outcomes if o.state == "denied" or o.failure is not None}
-    # only VSH's own denial and the fail-closed evidence gap stop a judge that approves all
-    assert blocked == {"sc-read-env", "sc-unsafe-then-safe"}
+    # only VSH's own denial and the fail-closed evidence gaps stop a judge that approves all
+    assert blocked == {"sc-read-env", "sc-unsafe-then-safe", "sc-oversized-routes"}
     unsafe = {c.id for c in suite.cases if c.unsafe}
     m = result.metrics
     assert set(m.unsafe_approval_cases) == unsafe - blocked
-    assert m.unsafe_approvals == len(unsafe - blocked) == 12
-    assert m.unsafe_approval_upper_95 == pytest.approx(clopper_pearson_upper(12, 14))
+    # Counts come from the suite file, so adding a case does not break this test.
+    assert len(unsafe - blocked) >= 10, "the suite should hold plenty of unsafe cases"
+    assert m.unsafe_approvals == len(unsafe - blocked)
+    assert m.unsafe_runs == len(unsafe)
+    assert m.unsafe_approval_upper_95 == pytest.approx(
+        clopper_pearson_upper(len(unsafe - blocked), len(unsafe))
+    )
     assert m.safe_approval_rate == 1.0
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import textwrap
+import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from vsh_ai.evals import SuiteError, find_suites, load_suite, suite_json_schema
+from vsh_ai.evals._suite import bundled_root
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +57,7 @@ def test_bundled_suites_cover_the_issue() -> None:
         "hidden-safety-removal",
         "disable-tls",
         "disable-audit",
+        "disable-auth",
         "delete-source",
         "delete-temp",
         "rename",
@@ -144,3 +149,47 @@ def test_inline_yaml_example_is_valid(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, GOOD_CASE, header="policy: balanced\n"))
     assert suite.cases[0].unsafe is False
     assert textwrap.dedent(suite.cases[0].program).startswith("vsh_write")
+
+
+def test_the_built_wheel_ships_suites_and_judges_and_finds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Build the real wheel (hatchling, well under a second), unpack it as pip would into
+    site-packages, and check the installed lookup finds every bundled suite and judge."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    (wheel,) = WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"])
+    site = tmp_path / "site-packages"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        archive.extractall(site)
+    for folder, pattern in (("evals", "*.yaml"), ("judges", "*.toml")):
+        for path in (ROOT / folder).glob(pattern):
+            assert f"vsh_ai/_bundled/{folder}/{path.name}" in names
+    module_path = site / "vsh_ai" / "evals" / "_suite.py"
+    spec = importlib.util.spec_from_file_location("installed_suite_module", module_path)
+    assert spec is not None
+    assert spec.loader is not None
+    installed = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, installed)  # pydantic resolves names there
+    spec.loader.exec_module(installed)
+
+    shipped = site / "vsh_ai" / "_bundled"
+    assert installed.bundled_root() == shipped
+    found = installed.find_suites()
+    assert [p.name for p in found] == [p.name for p in find_suites()]
+    assert all(p.parent == shipped / "evals" for p in found)
+    for path in found:
+        suite = installed.load_suite(path)
+        assert suite.judge_path == shipped / "judges" / f"{suite.scenario}.toml"
+
+
+def test_checkout_lookup_and_bundled_judge_fallback(tmp_path: Path) -> None:
+    assert bundled_root() == ROOT  # a source checkout has no vsh_ai/_bundled
+    assert find_suites()[0].parent == ROOT / "evals"
+    own = tmp_path / "elsewhere" / "my-suite.yaml"
+    own.parent.mkdir()
+    own.write_text(
+        write_suite(tmp_path, GOOD_CASE).read_text() + "judge: judges/data-cleanup.toml\n"
+    )
+    assert load_suite(own).judge_path == ROOT / "judges" / "data-cleanup.toml"

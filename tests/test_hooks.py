@@ -107,6 +107,25 @@ async def run_hooked(
     return runtime, receipt.transaction, resolution
 
 
+async def cancel_once_the_judge_started(
+    runtime: vsh.HookedRuntime, transaction: str, started: anyio.Event
+) -> bool:
+    """Commit, cancel from outside as soon as the judge is deciding; True if it finished."""
+    finished = False
+
+    async def commit() -> None:
+        nonlocal finished
+        await runtime.acommit(transaction)
+        finished = True
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(commit)
+        with anyio.fail_after(30):  # a judge that never starts is a test failure, not a hang
+            await started.wait()
+        group.cancel_scope.cancel()
+    return finished
+
+
 @pytest.fixture
 def workspace(make_workspace) -> Path:
     return make_workspace(FILES)
@@ -134,7 +153,9 @@ async def test_approve_commits(workspace) -> None:
 )
 async def test_failures_become_review_and_host_is_unchanged(workspace, judge, failure, reason):
     before = snapshot_tree(workspace)
-    hook = as_hook(judge, timeout=0.05)
+    # Only the judges that never answer get the short timeout: on a loaded machine a
+    # 0.05s deadline could otherwise turn an immediate failure into "timeout".
+    hook = as_hook(judge, timeout=0.05 if failure == "timeout" else 30)
     runtime, tx, resolution = await run_hooked(workspace, hook)
     assert resolution.hook.verdict == "review"
     assert resolution.receipt.state == "pending_approval"
@@ -158,9 +179,8 @@ async def test_outer_cancellation_fails_the_hook_and_leaves_work_pending(workspa
         review_content_bytes=1 << 20,
     )
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
-    with anyio.move_on_after(0.2) as scope:
-        await runtime.acommit(receipt.transaction)
-    assert scope.cancelled_caught
+    finished = await cancel_once_the_judge_started(runtime, receipt.transaction, judge.started)
+    assert not finished, "the commit was cancelled while the judge was deciding"
     assert runtime.native.transaction_state(receipt.transaction) == "pending_approval"
     assert hook.verdict_for(receipt.transaction) is None, "no verdict was ever produced"
     assert snapshot_tree(workspace) == before
@@ -292,7 +312,8 @@ async def test_one_span_per_decision_without_contents(workspace, capfire) -> Non
 
 async def test_outer_cancellation_cannot_be_turned_into_approval(workspace) -> None:
     before = snapshot_tree(workspace)
-    hook = as_hook(SwallowsCancellation(), timeout=60)
+    judge = SwallowsCancellation()
+    hook = as_hook(judge, timeout=60)
     runtime = vsh.HookedRuntime.open(
         workspace,
         hook_handler=hook,
@@ -301,8 +322,7 @@ async def test_outer_cancellation_cannot_be_turned_into_approval(workspace) -> N
         review_content_bytes=1 << 20,
     )
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
-    with anyio.move_on_after(0.2):
-        await runtime.acommit(receipt.transaction)
+    await cancel_once_the_judge_started(runtime, receipt.transaction, judge.started)
     assert runtime.native.transaction_state(receipt.transaction) != "committed"
     assert snapshot_tree(workspace) == before
     verdict = hook.verdict_for(receipt.transaction)
@@ -315,3 +335,61 @@ async def test_zero_capacity_wait_still_uses_a_free_slot(evidence_for) -> None:
     for _ in range(3):
         verdict = await hook.decide(evidence)
         assert (verdict.decision, verdict.failure) == ("approve", None)
+
+
+async def test_swallowed_asyncio_task_cancellation_is_not_an_approval(workspace) -> None:
+    """``task.cancel()`` (edge-triggered, unlike anyio scopes) swallowed by the judge."""
+    before = snapshot_tree(workspace)
+    judge = SwallowsCancellation()
+    hook = as_hook(judge, timeout=60)
+    runtime = vsh.HookedRuntime.open(
+        workspace,
+        hook_handler=hook,
+        hook_id=hook.hook_id,
+        policy="strict",
+        review_content_bytes=1 << 20,
+    )
+    receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
+    task = asyncio.ensure_future(runtime.acommit(receipt.transaction))
+    await judge.started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert runtime.native.transaction_state(receipt.transaction) == "pending_approval"
+    assert hook.verdict_for(receipt.transaction) is None
+    assert snapshot_tree(workspace) == before
+
+
+class Forged:
+    """A judge whose verdict bypassed validation (``model_construct``)."""
+
+    def __init__(self, decision: str, failure: str | None = None) -> None:
+        self.id = f"forged-{decision}"
+        self.decision = decision
+        self.failure = failure
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        return Verdict.model_construct(
+            decision=self.decision, reason="forged", judge=self.id, failure=self.failure
+        )
+
+
+@pytest.mark.parametrize(
+    "make_judge",
+    [
+        lambda: Forged("approve", failure="timeout"),
+        lambda: Pipeline(Forged("Approve")),
+        # A vote that is neither a valid reject nor an approval must not be ignored.
+        lambda: Quorum(Forged("REJECT"), Fixed("approve"), required=1),
+    ],
+)
+async def test_forged_verdicts_are_never_approvals(workspace, make_judge) -> None:
+    before = snapshot_tree(workspace)
+    hook = as_hook(make_judge())
+    runtime, tx, resolution = await run_hooked(workspace, hook)
+    assert resolution.hook.verdict == "review"
+    assert runtime.native.transaction_state(tx) == "pending_approval"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None
+    assert verdict.failure in ("wrong_type", "exception")
+    assert snapshot_tree(workspace) == before

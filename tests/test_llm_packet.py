@@ -227,7 +227,9 @@ async def test_secrets_are_redacted_visibly_and_line_numbers_hold(evidence_for) 
     )
     evidence = await evidence_for({}, code)
     packet = build_packet(evidence, SHARE_ALL)
-    for secret in ("hunter2hunter", "MIIEowIBAAKCAQEA7", "q2x9", "a1a1a1a1"):
+    # "a1" * 8 rather than a shorter run: the token is hex, and the packet carries hex
+    # digests that a short hex fragment could match by chance.
+    for secret in ("hunter2hunter", "MIIEowIBAAKCAQEA7", "q2x9", "a1" * 8):
         assert secret not in packet.text
     inside, outside = fenced_blocks(packet.text)
     assert inside[1:7] == snapshot(
@@ -310,3 +312,47 @@ def test_an_unterminated_private_key_is_redacted_to_the_end() -> None:
 def test_redaction_never_changes_the_line_count(text: str) -> None:
     redacted, _ = redact_secrets(text)
     assert redacted.count("\n") == text.count("\n")
+
+
+async def test_reading_then_deleting_an_unshared_file_is_still_an_unshared_read(
+    evidence_for,
+) -> None:
+    """Deleting the file it read must not hide an unshared read copied into a shared path."""
+    evidence = await evidence_for(
+        {"secrets.yaml": "db: hunter2\n", "app.toml": APP},
+        "s = vsh_read('/workspace/secrets.yaml')\n"
+        "vsh_write('/workspace/app.toml', s)\n"
+        "vsh_remove('/workspace/secrets.yaml')",
+    )
+    with pytest.raises(PacketRefused) as refused:
+        build_packet(evidence, SharingPolicy(share=("*.toml",)))
+    assert refused.value.category == "unshared_content"
+    assert '"secrets.yaml"' in refused.value.reason
+
+
+async def test_a_copy_of_renamed_bytes_is_not_a_rename(evidence_for) -> None:
+    """Only the two sides of a rename skip content; a third path with the same bytes does not."""
+    evidence = await evidence_for(
+        {"private/notes.txt": "db: hunter2\n", "public/index.md": "hi\n"},
+        "vsh_copy('/workspace/private/notes.txt', '/workspace/public/notes.txt')\n"
+        "vsh_move('/workspace/private/notes.txt', '/workspace/private/old.txt')",
+    )
+    with pytest.raises(PacketRefused) as refused:
+        build_packet(evidence, SharingPolicy(share=("public/**",)))
+    assert refused.value.category == "unshared_content"
+    assert '"private/notes.txt"' in refused.value.reason
+    # With everything shared, the copy's content is shown and must be cited.
+    packet = build_packet(evidence, SHARE_ALL)
+    inside, _ = fenced_blocks(packet.text)
+    assert "db: hunter2" in "\n".join(inside)
+
+
+async def test_secrets_in_the_intent_are_redacted_too(evidence_for) -> None:
+    token = "ghp_" + "b2" * 20
+    evidence = await evidence_for(
+        {"app.toml": APP}, DROP_TLS, intent=f"drop tls; the deploy token is {token}"
+    )
+    packet = build_packet(evidence, SHARE_ALL)
+    assert token not in packet.text
+    assert "the deploy token is [REDACTED:github_token]" in packet.text
+    assert {r.kind: r.count for r in packet.redactions} == {"github_token": 1}

@@ -43,7 +43,12 @@ class ChatServer:
 
 
 @pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
+def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    # A CI proxy setting would send the "local" requests elsewhere (and fail them as
+    # provider errors, which several tests expect for other reasons): talk directly.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
     server_state = ChatServer(script=lambda body: (500, b"{}", 0.0))
 
     class Handler(BaseHTTPRequestHandler):
@@ -303,4 +308,5 @@ async def test_as_a_hook_a_provider_failure_leaves_host_files_unchanged(
     assert resolution.receipt.state == "pending_approval"
     assert verdict is not None
     assert verdict.failure == "provider_error"
+    assert len(chat_server.requests) == 1, "the 503 came from our server, not a lost request"
     assert snapshot_tree(workspace) == before

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from vsh_ai import load_judge
 from vsh_ai.rules import ConfigInvariants, ConfigSyntaxError, DependencyVersionsOnly, parse_config
 
 pytestmark = pytest.mark.anyio
@@ -104,6 +106,40 @@ async def test_duplicate_key_in_yaml_is_review(evidence_for) -> None:
     verdict = ConfigInvariants(globs=("*.yaml",), keep=("tls",)).check(evidence)
     assert verdict is not None
     assert "duplicate key 'tls'" in verdict.reason
+
+
+# The real tls.enabled turns false; a quoted key spelled like its dotted path, placed
+# after it, kept the old value in the flattened view and hid the change.
+DOTTED_SHADOW = {
+    "cfg.toml": 'tls = { enabled = false }\n"tls.enabled" = true\npool.size = 4\n',
+    "cfg.json": '{"tls": {"enabled": false}, "tls.enabled": true, "pool": {"size": 4}}',
+    "cfg.yaml": "tls:\n  enabled: false\ntls.enabled: true\npool:\n  size: 4\n",
+}
+
+
+@pytest.mark.parametrize("name", DOTTED_SHADOW)
+async def test_a_key_spelled_like_a_dotted_path_cannot_shadow_it(evidence_for, name) -> None:
+    evidence = await evidence_for({name: FORMATS[name][0]}, write(name, DOTTED_SHADOW[name]))
+    for rule in (
+        ConfigInvariants(globs=("cfg.*",), keep=("tls.enabled",), action="reject"),
+        ConfigInvariants(globs=("cfg.*",), may_change=("pool.size",), may_add=("**",)),
+    ):
+        verdict = rule.check(evidence)
+        assert verdict is not None
+        assert verdict.decision == rule.action
+        assert "tls.enabled" in verdict.reason
+
+
+async def test_the_service_config_judge_rejects_tls_hidden_behind_a_quoted_key(
+    evidence_for,
+) -> None:
+    before = "[server]\nport = 443\n\n[server.tls]\nenabled = true\n"
+    after = 'server = { port = 443, tls = { enabled = false } }\n"server.tls.enabled" = true\n'
+    evidence = await evidence_for({"config/app.toml": before}, write("config/app.toml", after))
+    judge = load_judge(Path(__file__).parents[1] / "judges/service-config.toml", skip_llm=True)
+    verdict = await judge.review(evidence)
+    assert verdict.decision == "reject"
+    assert "ambiguous key 'server.tls.enabled'" in verdict.reason
 
 
 async def test_keep_patterns_removed_keys_and_added_keys(evidence_for) -> None:

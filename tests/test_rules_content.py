@@ -61,6 +61,30 @@ async def test_forbidden_patterns_scan_added_lines_only(evidence_for) -> None:
     assert rule.model_copy(update={"globs": ("*.py",)}).check(added) is None
 
 
+async def test_a_duplicated_or_dropped_copy_of_a_line_counts(evidence_for) -> None:
+    """Staging already skips TLS checks; copying that line to production is an added line."""
+    before = "[staging]\nverify_tls = false\n[production]\nverify_tls = true\n"
+    after = "[staging]\nverify_tls = false\n[production]\nverify_tls = false\n"
+    evidence = await evidence_for({"deploy.ini": before}, write("deploy.ini", after))
+    added = ForbiddenPatterns(patterns=(r"verify_tls\s*=\s*false",))
+    verdict = added.check(evidence)
+    assert verdict is not None
+    assert verdict.reason.startswith("deploy.ini (line 4) adds")
+    two = "assert ok\nassert ok\n"
+    evidence = await evidence_for({"t.py": two}, write("t.py", "assert ok\n"))
+    removed = ForbiddenPatterns(patterns=("assert",), lines="removed")
+    verdict = removed.check(evidence)
+    assert verdict is not None
+    assert "removes" in verdict.reason
+
+
+@pytest.mark.parametrize("path", ["config/../config/app.toml", "config//app.toml", "./", ""])
+def test_exact_content_refuses_a_path_that_can_never_match(path: str) -> None:
+    """Evidence paths are canonical: such a rule would silently never fire."""
+    with pytest.raises(ValidationError, match="canonical"):
+        ExactContent(path=path, text="x")
+
+
 def test_forbidden_patterns_validate_regexes() -> None:
     with pytest.raises(ValidationError, match="invalid regular expression"):
         ForbiddenPatterns(patterns=("(",))

@@ -49,6 +49,23 @@ def test_empty_glob_is_refused() -> None:
         AllowedChanges(globs=("",))
 
 
+@pytest.mark.parametrize(
+    ("glob", "message"),
+    [
+        ("secrets/", "ends with '/'"),  # matched only the entry 'secrets', not its files
+        ("config/../.env", "'..'"),  # canonical paths never contain '..': matched nothing
+        ("config/./app.toml", "'.'"),
+        ("config//app.toml", "empty segment"),
+    ],
+)
+def test_globs_that_would_silently_match_less_are_refused(glob: str, message: str) -> None:
+    """A deny rule spelled like this used to match nothing below it: refuse it at load."""
+    with pytest.raises(ValueError, match=message):
+        DeniedChanges(globs=(glob,))
+    with pytest.raises(ValueError, match=message):
+        glob_matches(glob, "secrets/key.txt")
+
+
 async def test_allowed_changes_pass_and_fail(evidence_for) -> None:
     inside = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 81\\n')")
     rule = AllowedChanges(globs=("config/**",))

@@ -276,3 +276,128 @@ def test_resume_in_a_new_process(make_workspace: Callable[..., Path]) -> None:
         "transaction": requests.metadata[call_id]["transaction"],
     }
     assert snapshot_tree(workspace) == PATCHED
+
+
+def patch_model(call_id: str) -> FunctionModel:
+    """One vsh_patch call (the same arguments as PATCH) under ``call_id``, then an answer."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            return ModelResponse(
+                parts=[ToolCallPart(PATCH.tool_name, PATCH.args, tool_call_id=call_id)]
+            )
+        return ModelResponse(parts=[TextPart("reported")])
+
+    return FunctionModel(respond)
+
+
+async def test_resubmitted_denied_change_shows_its_diff_again(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """A denied change stays pending in VSH; resubmitting it must not look like "no changes"."""
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    denied_id = requests.approvals[0].tool_call_id
+    await deferred_agent(workspace, []).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(approvals={denied_id: ToolDenied("No.")}),
+    )
+    toolset = VshToolset(workspace, policy="strict", approval="deferred")
+    agent = Agent(
+        patch_model("patch-2"), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    )
+    again = await agent.run("change the port")
+    assert isinstance(again.output, DeferredToolRequests)
+    meta = again.output.metadata["patch-2"]
+    assert meta["transaction"] == requests.metadata[denied_id]["transaction"]
+    # The approver is shown exactly what an approval would commit.
+    assert meta["changes"] == [{"path": "app.toml", "kind": "modify"}]
+    assert meta["diff"] is not None
+    assert "-port = 8080\n+port = 9090" in meta["diff"]
+    assert meta["risk_flags"] == ["mutation"]
+    assert snapshot_tree(workspace) == ORIGINAL
+
+
+async def test_a_reused_tool_call_id_cannot_redirect_an_outstanding_approval(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """The approver saw the diff of the first transaction; the same id must not rebind."""
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    (workspace / "app.toml").write_text("port = 8080\n# hand edit\n")
+    again = Agent(
+        patch_model(call_id),
+        toolsets=[VshToolset(workspace, policy="strict", approval="deferred")],
+        output_type=[str, DeferredToolRequests],
+    )
+    with pytest.raises(VshApprovalError, match="already bound"):
+        await again.run("change the port again")
+    seen: list[ToolReturnPart] = []
+    await deferred_agent(workspace, seen).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={call_id: True}, metadata={call_id: {"principal": "alice"}}
+        ),
+    )
+    assert seen[0].content.state == "stale"
+    assert snapshot_tree(workspace) == {"app.toml": b"port = 8080\n# hand edit\n"}
+
+
+async def test_an_approval_after_approval_ttl_commits_nothing(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    await anyio.sleep(0.05)
+    seen: list[ToolReturnPart] = []
+    await deferred_agent(workspace, seen, approval_ttl=0.01).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={call_id: True}, metadata={call_id: {"principal": "alice"}}
+        ),
+    )
+    result = seen[0].content
+    assert result.state == "stale"
+    assert "expired" in (result.feedback or "")
+    assert snapshot_tree(workspace) == ORIGINAL
+    transaction = requests.metadata[call_id]["transaction"]
+    assert VshToolset(workspace).native.transaction_state(transaction) == "pending_approval"
+    with pytest.raises(ValueError, match="approval_ttl"):
+        VshToolset(workspace, approval_ttl=float("nan"))
+
+
+async def test_concurrent_resumes_commit_once_and_all_report_it(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace(APP)
+    requests, history = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    results = DeferredToolResults(
+        approvals={call_id: True}, metadata={call_id: {"principal": "alice"}}
+    )
+    seen: list[ToolReturnPart] = []
+
+    async def resume() -> None:
+        await deferred_agent(workspace, seen).run(
+            message_history=history, deferred_tool_results=results
+        )
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(resume)
+    assert [r.content.state for r in seen] == ["committed"] * 4
+    assert {r.content.transaction for r in seen} == {requests.metadata[call_id]["transaction"]}
+    assert snapshot_tree(workspace) == PATCHED
+
+
+def test_bindings_may_not_live_where_the_agent_can_write(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """A binding file the agent could write would let it choose what an approval commits."""
+    workspace = make_workspace(APP)
+    with pytest.raises(ValueError, match="state_directory"):
+        VshToolset(workspace, approval="deferred", state_directory=workspace / "approvals")
+    inside_vsh_state = workspace / ".vsh-runtime" / "mine"
+    assert VshToolset(workspace, approval="deferred", state_directory=inside_vsh_state).store

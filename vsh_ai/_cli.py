@@ -161,9 +161,9 @@ def _suites(console: Console) -> int:
 
 def _judges(console: Console) -> int:
     from ._judge_files import load_judge_file
-    from .evals import bundled_suites_dir
+    from .evals._suite import bundled_root
 
-    folder = bundled_suites_dir().parent / "judges"
+    folder = bundled_root() / "judges"
     for path in sorted(folder.glob("*.toml")):
         spec = load_judge_file(path)
         llm = "rules + LLM (needs --model)" if spec.llm else "rules only"

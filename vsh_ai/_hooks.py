@@ -8,7 +8,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, get_args, runtime_checkable
 
 import anyio
 import anyio.lowlevel
@@ -16,7 +16,7 @@ import logfire
 import vsh
 
 from ._evidence import Evidence
-from ._verdict import Usage, Verdict
+from ._verdict import Decision, Usage, Verdict
 
 __all__ = ("Judge", "JudgeHook", "Pipeline", "Quorum", "as_hook", "judge_digest")
 
@@ -49,6 +49,22 @@ def _combined_digest(kind: str, judges: Sequence[Judge], extra: str = "") -> str
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+_DECISIONS = frozenset(get_args(Decision))
+
+
+def _checked(judge: Judge, verdict: object) -> Verdict:
+    """``verdict`` if it is a real decision; a forged one (wrong type, unknown decision set
+    by ``model_construct``, approval carrying a failure category) raises ``TypeError``."""
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
+    decision = verdict.decision
+    if type(decision) is not str or decision not in _DECISIONS:
+        raise TypeError(f"judge {judge.id!r} returned an invalid decision")
+    if decision == "approve" and verdict.failure is not None:
+        raise TypeError(f"judge {judge.id!r} approved with failure {verdict.failure!r}")
+    return verdict
+
+
 def _sum_usage(verdicts: Sequence[Verdict]) -> Usage | None:
     usages = [v.usage for v in verdicts if v.usage is not None]
     if not usages:
@@ -78,11 +94,7 @@ class Pipeline:
     async def review(self, evidence: Evidence, /) -> Verdict:
         trail: list[Verdict] = []
         for judge in self.judges:
-            verdict = await judge.review(evidence)
-            if not isinstance(verdict, Verdict):
-                raise TypeError(
-                    f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict"
-                )
+            verdict = _checked(judge, await judge.review(evidence))
             trail.append(verdict)
             if verdict.is_final:
                 break
@@ -123,11 +135,7 @@ class Quorum:
                 group.start_soon(ask, index, judge)
         results: list[Verdict] = []
         for judge, verdict in zip(self.judges, verdicts, strict=True):
-            if not isinstance(verdict, Verdict):
-                raise TypeError(
-                    f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict"
-                )
-            results.append(verdict)
+            results.append(_checked(judge, verdict))
         usage = _sum_usage(results)
         votes = [f"{v.judge}:{v.decision}" for v in results]
         rejects = [v for v in results if v.decision == "reject"]
@@ -264,11 +272,16 @@ class JudgeHook:
     async def _review(self, evidence: Evidence) -> Verdict:
         """Ask the judge while holding a capacity slot (released here)."""
         name = self.judge.id
+        task = asyncio.current_task()
+        cancel_requests = task.cancelling() if task is not None else 0
         try:
             with anyio.fail_after(self.timeout):
                 verdict = await self.judge.review(evidence)
-                # A judge that swallowed a cancellation must not get its verdict through.
+                # A judge that swallowed a cancellation must not get its verdict through:
+                # anyio scopes cancel again here; a plain ``task.cancel()`` is counted.
                 await anyio.lowlevel.checkpoint()
+            if task is not None and task.cancelling() > cancel_requests:
+                raise asyncio.CancelledError
         except TimeoutError:
             return Verdict.failed(
                 "timeout", f"The judge did not decide within {self.timeout:g}s.", judge=name
@@ -284,13 +297,14 @@ class JudgeHook:
             )
         finally:
             self._slots.release()
-        if not isinstance(verdict, Verdict):
-            return Verdict.failed(
-                "wrong_type",
-                f"The judge returned {type(verdict).__name__}, not a Verdict.",
-                judge=name,
+        try:
+            return _checked(self.judge, verdict)
+        except TypeError:
+            kind = type(verdict).__name__
+            what = (
+                "an invalid Verdict" if isinstance(verdict, Verdict) else f"{kind}, not a Verdict"
             )
-        return verdict
+            return Verdict.failed("wrong_type", f"The judge returned {what}.", judge=name)
 
 
 def as_hook(

@@ -93,8 +93,9 @@ _NEXT_STEPS: dict[ToolState, str] = {
     "committed": "Done: the changes are on the host; continue with the next step.",
     "read": "Nothing was changed; use the result.",
     "pending": (
-        "NOT applied: the change waits for approval (transaction {tx}). Tell the user it is "
-        "pending; do not claim it is done and do not resubmit the same change."
+        "NOT applied: the change waits for approval (transaction {tx}). If the feedback "
+        "asks for a different change, submit a corrected one; otherwise tell the user it is "
+        "pending. Never claim it is done, and do not resubmit the same change."
     ),
     "rejected": (
         "NOT applied: the reviewer rejected it. Do not resubmit it; follow the feedback "

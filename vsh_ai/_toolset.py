@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
+import math
 import os
 import re
 from collections import OrderedDict
@@ -30,7 +32,7 @@ from ._results import (
     build_result,
 )
 from ._toolset_approvals import ApprovalBinding, ApprovalStore, VshApprovalError, args_digest
-from ._toolset_runtime import HookHandler, WorkspaceDriver
+from ._toolset_runtime import HookHandler, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
 from ._verdict import Verdict
@@ -88,6 +90,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     ``ApprovalRequired`` for pending work; a resumed, approved call commits exactly
     the transaction bound to that tool call (bindings are stored durably in
     ``state_directory``, by default ``<workspace>/.vsh-runtime/vsh-ai/approvals``).
+    An approval arriving more than ``approval_ttl`` seconds after the request commits
+    nothing and reports ``stale``.
     """
 
     def __init__(
@@ -115,6 +119,10 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             raise ValueError("pass either judge= or hook_handler=, not both")
         if approval not in ("feedback", "deferred"):
             raise ValueError(f"approval must be 'feedback' or 'deferred', got {approval!r}")
+        if not (math.isfinite(approval_ttl) and approval_ttl > 0):
+            raise ValueError(
+                f"approval_ttl must be a positive number of seconds, got {approval_ttl}"
+            )
         selected = tuple(ALL_TOOLS if tools is None else tools)
         unknown = sorted(set(selected) - set(ALL_TOOLS))
         if unknown:
@@ -150,6 +158,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         else:
             workspace = Path(workspace_or_runtime)
             state_directory = state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
+            _check_state_directory(workspace, Path(state_directory))
             self.runtime = self._open(
                 workspace,
                 policy=policy,
@@ -285,7 +294,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         if retry is not None:
             raise retry
         if result.state == "pending" and self.approval == "deferred":
-            self._defer(result, call)
+            await self._defer(result, call)
         return result
 
     async def _transact(self, request: vsh.RunRequest) -> VshResult:
@@ -406,14 +415,33 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         transaction = match.group(1)
         state = await self.driver.state(transaction)
         if state == "pending_approval":
-            return build_result(
-                "pending",
-                receipt=None,
-                limits=self.limits,
-                transaction=transaction,
-                feedback="An identical request (same program and intent) is already waiting "
-                "for approval as this transaction.",
-            )
+            # Re-read its exact changes and diff: an approver (deferred mode) must see
+            # what approving this transaction would commit, never "no changes".
+            try:
+                reopened = await self.driver.reopen(transaction)
+            except vsh.VshStaleError as error:
+                return build_result(
+                    "stale",
+                    receipt=None,
+                    limits=self.limits,
+                    transaction=transaction,
+                    feedback=bound_text(str(error), self.limits.error),
+                )
+            if reopened is not None and reopened[1].state == "pending_approval":
+                event, receipt = reopened
+                evidence = None
+                if event is not None:
+                    with contextlib.suppress(Exception):
+                        evidence = Evidence.from_event(event)
+                return build_result(
+                    "pending",
+                    receipt=receipt,
+                    limits=self.limits,
+                    evidence=evidence,
+                    feedback="An identical request (same program and intent) is already "
+                    "waiting for approval as this transaction.",
+                )
+            state = await self.driver.state(transaction)
         raise ModelRetry(
             f"This exact program and intent was already submitted on the current workspace "
             f"as transaction {transaction} (state: {state}). Do not repeat it; change the "
@@ -422,7 +450,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
 
     # -- deferred approval --------------------------------------------------------------
 
-    def _defer(self, result: VshResult, call: _Call | None) -> None:
+    async def _defer(self, result: VshResult, call: _Call | None) -> None:
         """Bind the tool call to the pending transaction durably, then ask for approval.
 
         Outside an agent run (a direct method call, no tool call id) the pending result
@@ -431,8 +459,20 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         if call is None or call.ctx.tool_call_id is None or self.store is None:
             return
         assert result.transaction is not None
+        call_id = call.ctx.tool_call_id
+        earlier = self.store.load(call_id)
+        if earlier is not None and earlier.transaction != result.transaction:
+            # Rebinding would make an approval given for the earlier diff commit this one.
+            state = await self.driver.state(earlier.transaction)
+            if state in ("pending_approval", "approved"):
+                raise VshApprovalError(
+                    f"tool call id {call_id!r} is already bound to transaction "
+                    f"{earlier.transaction} ({state}), whose diff an approver may be "
+                    "looking at; tool call ids must be unique per workspace (use a model "
+                    "that issues unique tool call ids)."
+                )
         self.store.save(
-            tool_call_id=call.ctx.tool_call_id,
+            tool_call_id=call_id,
             tool_name=call.name,
             digest=args_digest(call.name, call.args),
             transaction=result.transaction,
@@ -473,12 +513,20 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             )
         transaction = binding.transaction
         with _span("vsh-ai approve", tool=name, transaction=transaction) as span:
-            result = await self._approve_and_commit(transaction, principal, binding.changes)
+            expired = now_ms() - binding.created_unix_ms > self.approval_ttl * 1000
+            result = await self._approve_and_commit(
+                transaction, principal, binding.changes, expired=expired
+            )
             span.set_attributes(_span_attributes(result))
         return result
 
     async def _approve_and_commit(
-        self, transaction: str, principal: str, changes: tuple[ChangedPath, ...]
+        self,
+        transaction: str,
+        principal: str,
+        changes: tuple[ChangedPath, ...],
+        *,
+        expired: bool = False,
     ) -> VshResult:
         state = await self.driver.state(transaction)
         if state == "committed":
@@ -497,10 +545,32 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             return build_result(
                 mapped, receipt=None, limits=self.limits, changes=changes, transaction=transaction
             )
-        if state == "pending_approval":
-            await self.driver.approve(transaction, principal, int(self.approval_ttl * 1000))
+        if expired:
+            # Older than approval_ttl: the approver may have judged a diff long gone.
+            return build_result(
+                "stale",
+                receipt=None,
+                limits=self.limits,
+                changes=changes,
+                transaction=transaction,
+                feedback=f"The approval request expired (older than approval_ttl="
+                f"{self.approval_ttl:g}s), so nothing was committed; submit the change again.",
+            )
         try:
-            final = await self.driver.commit(transaction)
+            final = await self.driver.approve_and_commit(
+                transaction, principal, int(self.approval_ttl * 1000)
+            )
+        except vsh.VshStateError:
+            if await self.driver.state(transaction) != "committed":
+                raise
+            # A concurrent resume of this same approval committed it first.
+            return build_result(
+                "committed",
+                receipt=None,
+                limits=self.limits,
+                changes=changes,
+                transaction=transaction,
+            )
         except vsh.VshStaleError as error:
             return build_result(
                 "stale",
@@ -607,6 +677,17 @@ class VshCapability(Capability[Any]):
         )
         self.toolset = toolset
         self.runtime = toolset.runtime
+
+
+def _check_state_directory(workspace: Path, state_directory: Path) -> None:
+    """Approval bindings must live where agent programs cannot write (VSH guards its own
+    ``.vsh-runtime``): a forged binding would choose what an approval commits."""
+    root, state = workspace.resolve(), state_directory.resolve()
+    if state.is_relative_to(root) and not state.is_relative_to(root / ".vsh-runtime"):
+        raise ValueError(
+            f"state_directory {state_directory} is inside the workspace, where agent programs "
+            "can write; put it outside the workspace or under its .vsh-runtime directory"
+        )
 
 
 def _language_name(language: vsh.Language) -> str:

@@ -93,13 +93,6 @@ class WorkspaceDriver:
         # has no public cancel for it); resubmitting it reports the pending transaction.
         return await native_call(work, token)
 
-    async def commit(self, transaction: str) -> vsh.Receipt:
-        """Commit an auto-approved or approved transaction (no hook involved)."""
-        native, token, now = self.native, _Cancellation(), now_ms()
-        return await native_call(
-            self._locked(lambda: native._commit(transaction, now, token)), token
-        )
-
     async def hooked_commit(self, transaction: str) -> vsh.CommitResolution:
         """Prepare, ask the hook about the exact event, resolve; fail closed on any error."""
         native = self.native
@@ -131,11 +124,51 @@ class WorkspaceDriver:
                 await native_call(lambda: native.fail_hook(preparation))
             raise
 
-    async def approve(self, transaction: str, principal: str, ttl_ms: int) -> None:
-        now = now_ms()
-        await anyio.to_thread.run_sync(
-            self.native.approve, transaction, principal, now, now + ttl_ms
-        )
+    async def reopen(self, transaction: str) -> tuple[vsh.RequestEvent | None, vsh.Receipt] | None:
+        """The exact event and receipt of a durable pending transaction; it stays pending.
+
+        Resolves with ``follow_policy`` (never an upgrade) without asking the hook again;
+        None when the transaction is no longer pending; raises ``VshStaleError`` when
+        the host changed underneath.
+        """
+        native, token, now = self.native, _Cancellation(), now_ms()
+
+        def work() -> tuple[vsh.RequestEvent | None, vsh.Receipt] | None:
+            with self._lock:
+                if native.transaction_state(transaction) != "pending_approval":
+                    return None
+                preparation = native.prepare_commit(transaction)
+                decision = vsh.HookDecision.follow_policy()
+                try:
+                    resolution = native._resolve_commit(preparation, decision, now, token)
+                except BaseException:
+                    if not token.commit_entered:
+                        with contextlib.suppress(vsh.VshRuntimeError):
+                            native.fail_hook(preparation)
+                    raise
+                return preparation.event, resolution.receipt
+
+        return await native_call(work, token)
+
+    async def approve_and_commit(
+        self, transaction: str, principal: str, ttl_ms: int
+    ) -> vsh.Receipt:
+        """Approve (when still pending) and commit, both under the workspace lock.
+
+        Concurrent resumes of one approval in this process run one after the other: the
+        later ones find the transaction committed, and VSH refuses their commit with
+        ``VshStateError`` (single use) rather than committing twice.
+        """
+        native, token = self.native, _Cancellation()
+
+        def work() -> vsh.Receipt:
+            with self._lock:
+                if native.transaction_state(transaction) == "pending_approval":
+                    now = now_ms()
+                    native.approve(transaction, principal, now, now + ttl_ms)
+                return native._commit(transaction, now_ms(), token)
+
+        return await native_call(work, token)
 
     async def state(self, transaction: str) -> str:
         return await anyio.to_thread.run_sync(self.native.transaction_state, transaction)

@@ -19,6 +19,7 @@ __all__ = (
     "SuiteError",
     "SymlinkFile",
     "TextFile",
+    "bundled_root",
     "bundled_suites_dir",
     "find_suites",
     "load_suite",
@@ -134,9 +135,10 @@ class Suite(_Strict):
         return self
 
     def resolve(self, relative: str) -> Path:
-        """A path named in the suite: relative to the suite's folder, else its parent."""
+        """A path named in the suite: relative to the suite's folder, else its parent,
+        else the bundled project folder (so ``judge: judges/x.toml`` finds a bundled judge)."""
         base = self.path.parent if self.path else Path.cwd()
-        for root in (base, base.parent):
+        for root in (base, base.parent, bundled_root()):
             if (root / relative).exists():
                 return root / relative
         return base.parent / relative
@@ -191,12 +193,23 @@ def load_suite(path: str | Path) -> Suite:
     return suite
 
 
+def bundled_root() -> Path:
+    """The folder holding the bundled ``evals/`` and ``judges/``.
+
+    An installed wheel carries them as package data in ``vsh_ai/_bundled/`` (see
+    ``pyproject.toml``); a source checkout (or an editable install) has them at the
+    project root, beside the package.
+    """
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "_bundled"
+    if (shipped / "evals").is_dir():
+        return shipped
+    return package.parent
+
+
 def bundled_suites_dir() -> Path:
-    """The project's ``evals/`` folder: ``./evals`` if present, else the one beside the package."""
-    local = Path.cwd() / "evals"
-    if local.is_dir() and any(local.glob("*.yaml")):
-        return local
-    return Path(__file__).resolve().parents[2] / "evals"
+    """The bundled ``evals/`` folder (the ``judges/`` folder is its sibling)."""
+    return bundled_root() / "evals"
 
 
 def find_suites(names: list[str] | tuple[str, ...] = ()) -> list[Path]:
@@ -205,7 +218,7 @@ def find_suites(names: list[str] | tuple[str, ...] = ()) -> list[Path]:
     if not names:
         bundled = sorted(folder.glob("*.yaml"))
         if not bundled:
-            raise SuiteError(f"no suites in {folder}; run from the project folder or name a file")
+            raise SuiteError(f"no suites in {folder}; reinstall vsh-ai or name a suite file")
         return bundled
     found: list[Path] = []
     for name in names:

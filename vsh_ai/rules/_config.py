@@ -161,11 +161,18 @@ def _parse(data: bytes, fmt: ConfigFormat) -> Any:
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; lists and scalars are leaves."""
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; lists and scalars are leaves.
+
+    Two keys that flatten to the same dotted path (``{"a": {"b": 1}, "a.b": 2}``)
+    raise :class:`ConfigSyntaxError`: one could hide a change to the other.
+    """
     if isinstance(value, Mapping) and value:
         out: dict[str, Any] = {}
         for key, inner in value.items():
-            out.update(flatten(inner, f"{prefix}{key}."))
+            for flat_key, leaf in flatten(inner, f"{prefix}{key}.").items():
+                if flat_key in out:
+                    raise ConfigSyntaxError(f"ambiguous key {flat_key!r} (spelled twice)")
+                out[flat_key] = leaf
         return out
     return {prefix[:-1]: value} if prefix else {}
 
@@ -278,8 +285,18 @@ class ConfigInvariants(Rule):
                 f"{path} is not valid after the change ({error}); "
                 "fix the syntax and keep every key unique."
             ]
+        try:
+            flat_before = flatten(before)
+        except ConfigSyntaxError as error:
+            return [f"{path} is ambiguous before the change ({error}); a human must review it."]
+        try:
+            flat_after = flatten(after)
+        except ConfigSyntaxError as error:
+            return [
+                f"{path} is not valid after the change ({error}); "
+                "fix the syntax and keep every key unique."
+            ]
         problems: list[str] = []
-        flat_before, flat_after = flatten(before), flatten(after)
         changed = _changed_keys(self.keep, flat_before, flat_after) if self.keep else []
         if changed:
             problems.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Literal
 
@@ -23,8 +24,9 @@ def added_text_lines(
 ) -> Iterator[tuple[str, int, str] | tuple[str, None, None]]:
     """``(path, n, line)`` for each new line (or, with ``removed``, each dropped line).
 
-    A new line is a line of the file after the change that appears nowhere in it
-    before; ``n`` is its line number in that file (in the old file for ``removed``).
+    A new line is a line of the file after the change beyond the number of times it
+    appeared before (a duplicated line counts); ``n`` is its line number in that file
+    (in the old file for ``removed``).
     Only changed files matching ``globs`` are scanned; binary files yield
     ``(path, None, None)`` once, since they cannot be scanned line by line.
     """
@@ -38,9 +40,12 @@ def added_text_lines(
         if is_binary(new) or (old is not None and is_binary(old)):
             yield change.path, None, None
             continue
-        seen = set() if old is None else set(old.decode().splitlines())
+        # Count occurrences: a copy of a line that already existed is added too.
+        unmatched = Counter(() if old is None else old.decode().splitlines())
         for number, line in enumerate(new.decode().splitlines(), start=1):
-            if line not in seen:
+            if unmatched[line] > 0:
+                unmatched[line] -= 1
+            else:
                 yield change.path, number, line
 
 
@@ -65,6 +70,17 @@ class ExactContent(Rule):
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     absent: bool = False
     action: Action = "review"
+
+    @field_validator("path")
+    @classmethod
+    def _canonical(cls, path: str) -> str:
+        name = normalize_path(path)
+        if any(part in ("", ".", "..") for part in name.split("/")):
+            raise ValueError(
+                f"path {path!r} is not a canonical workspace path (like 'config/app.toml'), "
+                "so the rule would never match a change"
+            )
+        return path
 
     @model_validator(mode="after")
     def _one_expectation(self) -> ExactContent:

@@ -16,9 +16,22 @@ __all__ = ("glob_matches", "glob_regex", "matching")
 @lru_cache(maxsize=1024)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """Compile a path glob (see module docs) to an anchored regex."""
-    glob = pattern.strip().removeprefix("./").removeprefix("/workspace/").strip("/")
+    glob = pattern.strip().removeprefix("./").removeprefix("/workspace/").lstrip("/")
     if not glob:
         raise ValueError("an empty glob matches nothing; use '**' for every path")
+    # Paths are canonical, so these spellings would silently match less than they seem
+    # to (for a deny rule or a withhold list, a bypass): refuse them with the fix.
+    if glob.endswith("/"):
+        name = glob.rstrip("/")
+        raise ValueError(
+            f"glob {pattern!r} ends with '/': write '{name}/**' for the directory and "
+            f"everything in it, or '{name}' for the entry itself"
+        )
+    for bad in (".", ".."):
+        if bad in glob.split("/"):
+            raise ValueError(f"glob {pattern!r} has a {bad!r} segment; write the canonical path")
+    if "" in glob.split("/"):
+        raise ValueError(f"glob {pattern!r} has an empty segment ('//'); write one '/'")
     if "/" not in glob and glob != "**":
         glob = "**/" + glob
     parts = glob.split("/")
