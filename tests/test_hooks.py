@@ -193,7 +193,8 @@ async def test_capacity_exhaustion_waits_boundedly_then_reviews(workspace, evide
     held = await evidence_for(FILES, EDIT)
     async with anyio.create_task_group() as group:
         group.start_soon(hook.decide, held)
-        await judge.started.wait()
+        with anyio.fail_after(30):  # a judge never asked: fail, do not hang
+            await judge.started.wait()
         started = anyio.current_time()
         runtime, tx, resolution = await run_hooked(workspace, hook)
         waited = anyio.current_time() - started
@@ -351,7 +352,8 @@ async def test_swallowed_asyncio_task_cancellation_is_not_an_approval(workspace)
     )
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
     task = asyncio.ensure_future(runtime.acommit(receipt.transaction))
-    await judge.started.wait()
+    with anyio.fail_after(30):  # a judge never asked: fail, do not hang
+        await judge.started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

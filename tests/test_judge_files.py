@@ -82,6 +82,12 @@ def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     assert "line 2, column 7" in message
 
 
+def test_a_bad_sharing_glob_is_located(tmp_path: Path) -> None:
+    message = error_for(tmp_path, 'id = "x"\n[llm]\nshare = ["config/"]\n')
+    assert "llm.share: glob 'config/' ends with '/'" in message
+    assert "'config/**'" in message
+
+
 def test_unknown_rule_type_is_located(tmp_path: Path) -> None:
     message = error_for(
         tmp_path,

@@ -273,6 +273,13 @@ def test_sharing_globs_use_rule_glob_syntax(pattern: str, path: str, expected: b
     assert not SharingPolicy(share=(pattern,), withhold=(pattern,)).allows(path)
 
 
+@pytest.mark.parametrize("path", [" public/notes.txt", "public/notes.txt ", "public/a\n"])
+def test_a_path_that_normalisation_would_respell_is_never_shared(path: str) -> None:
+    """' public/x' is another directory than 'public/x': sharing it would be a bypass."""
+    assert not SharingPolicy(share=("public/**",)).allows(path)
+    assert SharingPolicy(share=("public/**",)).allows(path.strip())
+
+
 def test_an_empty_glob_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match="empty glob"):
         SharingPolicy(share=("",))
@@ -356,3 +363,44 @@ async def test_secrets_in_the_intent_are_redacted_too(evidence_for) -> None:
     assert token not in packet.text
     assert "the deploy token is [REDACTED:github_token]" in packet.text
     assert {r.kind: r.count for r in packet.redactions} == {"github_token": 1}
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        'session_token_mode = "off"\nworkers = 8\n',  # hidden beside a visible change
+        'session_token_mode = "off"\nworkers = 4\n',  # the only change, fully hidden
+    ],
+)
+async def test_redaction_never_hides_a_change_from_the_judge(evidence_for, after) -> None:
+    """A redacted line that changed would look unchanged to the model: refuse instead."""
+    before = 'session_token_mode = "strict"\nworkers = 4\n'
+    evidence = await evidence_for(
+        {"auth.toml": before}, f"vsh_write('/workspace/auth.toml', {after!r})"
+    )
+    with pytest.raises(PacketRefused) as refused:
+        build_packet(evidence, SHARE_ALL)
+    assert refused.value.category == "unshared_content"
+    assert '"auth.toml"' in refused.value.reason
+    assert "strict" not in refused.value.reason
+    assert build_packet(evidence, SharingPolicy(share=("**",), redact_secrets=False))
+
+
+async def test_bytes_moved_out_of_an_unshared_path_are_never_sent(evidence_for) -> None:
+    """Renames that are not a plain file rename (a directory, a chain, over an existing
+    file) still carry an unshared file's bytes: refuse rather than send them."""
+    files = {"keys/a.txt": "db: hunter2\n", "public/old.txt": "x\n"}
+    share = SharingPolicy(share=("public/**",))
+    for code in (
+        "vsh_move('/workspace/keys', '/workspace/public/keys')",
+        "vsh_move('/workspace/keys/a.txt', '/workspace/keys/b.txt')\n"
+        "vsh_move('/workspace/keys/b.txt', '/workspace/public/a.txt')",
+        "vsh_move('/workspace/keys/a.txt', '/workspace/public/old.txt')",
+    ):
+        evidence = await evidence_for(files, code)
+        with pytest.raises(PacketRefused) as refused:
+            build_packet(evidence, share)
+        assert refused.value.category == "unshared_content", code
+        assert '"keys/a.txt"' in refused.value.reason
+        assert "hunter2" not in refused.value.reason
+        build_packet(evidence, SHARE_ALL)  # shared everywhere: nothing to refuse

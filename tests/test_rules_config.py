@@ -235,6 +235,19 @@ async def test_dependency_versions_only(evidence_for, name, before, after, expec
     assert (verdict.decision if verdict else None) == expected, verdict and verdict.reason
 
 
+async def test_dependency_reasons_never_echo_url_credentials(evidence_for) -> None:
+    """An index URL's credentials (which the agent may never have read) stay out of feedback."""
+    private = "--index-url https://ci:s3cr3tpass@pkgs.test/simple\n" + REQS
+    public = "--index-url https://pypi.org/simple\n" + REQS + "x @ https://tok3n@evil.test/x.whl\n"
+    evidence = await evidence_for({"requirements.txt": private}, write("requirements.txt", public))
+    verdict = DependencyVersionsOnly().check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "--index-url https://***@pkgs.test/simple" in verdict.reason
+    assert "s3cr3tpass" not in verdict.reason
+    assert "tok3n" not in verdict.reason
+
+
 async def test_downgrades_can_be_rejected(evidence_for) -> None:
     after = PYPROJECT.replace("httpx>=0.27", "httpx>=0.20")
     evidence = await evidence_for({"pyproject.toml": PYPROJECT}, write("pyproject.toml", after))

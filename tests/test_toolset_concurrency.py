@@ -80,7 +80,8 @@ async def test_cancel_during_judge_keeps_work_pending(make_workspace: Callable[.
     agent = Agent(one_call("vsh_write", path="a.txt", content="b"), toolsets=[toolset])
     async with anyio.create_task_group() as group:
         group.start_soon(agent.run, "go")
-        await judge.entered.wait()
+        with anyio.fail_after(30):  # a judge never asked: fail, do not hang
+            await judge.entered.wait()
         group.cancel_scope.cancel()
     assert snapshot_tree(workspace) == {"a.txt": b"a"}
     [transaction] = judge.transactions
@@ -116,7 +117,8 @@ async def test_two_agents_on_one_workspace_stale_not_corrupt(
 
     async with anyio.create_task_group() as group:
         group.start_soon(slow_agent)
-        await judge.entered.wait()
+        with anyio.fail_after(30):  # a judge never asked: fail, do not hang
+            await judge.entered.wait()
         results["fast"] = await fast.vsh_patch("app.toml", "port = 1", "port = 2")
         judge.gate.set()
     assert results["fast"].state == "committed"

@@ -20,6 +20,7 @@ from pydantic_ai.models import Model
 
 from ._hooks import Pipeline
 from .rules import AnyRule, OnPass, RuleSet
+from .rules._glob import glob_regex
 
 __all__ = (
     "JudgeFile",
@@ -76,6 +77,13 @@ class LLMSection(_Strict):
     max_input_bytes: int = Field(default=65536, gt=0)
     max_output_tokens: int = Field(default=1024, gt=0)
     max_concurrency: int = Field(default=4, ge=1)
+
+    @field_validator("share")
+    @classmethod
+    def _globs_compile(cls, globs: tuple[str, ...]) -> tuple[str, ...]:
+        for glob in globs:
+            glob_regex(glob)  # a ValueError here is reported at llm.share
+        return globs
 
 
 class JudgeFile(_Strict):

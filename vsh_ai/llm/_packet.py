@@ -103,6 +103,22 @@ def _numbered_diff(before: str, after: str) -> Iterator[str]:
                     yield "\\ No newline at end of file (after)"
 
 
+def _hides_a_change(before: str, after: str, shown_before: str, shown_after: str) -> bool:
+    """True when redaction makes a changed line look unchanged in the diff the model reads.
+
+    Redaction keeps line counts, so lines correspond one to one; every block the redacted
+    diff shows (or omits) as equal must be equal in the real text too.
+    """
+    old, new = before.splitlines(), after.splitlines()
+    shown_old, shown_new = shown_before.splitlines(), shown_after.splitlines()
+    if (len(old), len(new)) != (len(shown_old), len(shown_new)):
+        return True
+    matcher = difflib.SequenceMatcher(None, shown_old, shown_new)
+    return any(
+        tag == "equal" and old[i1:i2] != new[j1:j2] for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    )
+
+
 def _numbered(text: str) -> Iterator[str]:
     for number, line in enumerate(text.splitlines(), start=1):
         yield f"{number:>6}   {line}"
@@ -199,6 +215,19 @@ class _Builder:
         unshared = [c.path for c in changes if not self.sharing.allows(c.path)]
         unshared += [p for p in reads if not self.sharing.allows(p)]
         unshared += [v.path for v in self.intermediates() if not self.sharing.allows(v.path)]
+        # Bytes moved out of an unshared file (a directory rename, a rename chain, a
+        # rename over an existing file) are that file's content under another name.
+        origins = {
+            c.before.blob: c.path
+            for c in evidence.changes
+            if c.before is not None
+            and c.before.kind == "file"
+            and c.before.blob
+            and not self.sharing.allows(c.path)
+        }
+        sent = [c.after.blob for c in changes if c.after is not None]
+        sent += [v.blob for v in self.intermediates()]
+        unshared += [origins[blob] for blob in sent if blob in origins]
         unshared = list(dict.fromkeys(unshared))
         if unshared:
             raise PacketRefused(
@@ -375,11 +404,16 @@ class _Builder:
             after = evidence.after_bytes(change.path)
             before_text = self.text(before) if before is not None else ""
             after_text = self.text(after) if after is not None else ""
-            if before_text == after_text:
-                add("  (text identical after redaction; a secret-looking value changed)")
-                self.redactions.update(self.pending)
-                self.pending.clear()
-                continue
+            raw_before = before.decode("utf-8") if before is not None else ""
+            raw_after = after.decode("utf-8") if after is not None else ""
+            if (before_text, after_text) != (raw_before, raw_after) and _hides_a_change(
+                raw_before, raw_after, before_text, after_text
+            ):
+                raise PacketRefused(
+                    "unshared_content",
+                    f"A secret-looking value in {_show(change.path)} changed, and the LLM "
+                    "judge sees such values only redacted, so a human must review this work.",
+                )
             self.fenced(f"diff of {ref}", _numbered_diff(before_text, after_text))
         add("")
         return required

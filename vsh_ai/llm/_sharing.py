@@ -131,6 +131,8 @@ class SharingPolicy(BaseModel):
 
     def allows(self, path: str) -> bool:
         """True when the content of ``path`` may be sent to the provider."""
+        if path != path.strip():
+            return False  # ' public/x' is not 'public/x': never share a respelled path
         wanted = normalize_path(path)
         if any(glob_regex(g).match(wanted) for g in self.withhold):
             return False

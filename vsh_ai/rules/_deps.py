@@ -35,6 +35,16 @@ _PY_LISTS = ("project.dependencies", "build-system.requires")
 _PY_TABLES = ("project.optional-dependencies", "dependency-groups")
 
 
+# user:password@ or token@ in a URL: masked in reasons, which reach the agent and logs.
+_URL_CREDENTIALS = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """``text`` for a reason: URL credentials masked (``https://***@host``), then bounded."""
+    masked = _URL_CREDENTIALS.sub(lambda m: m.group(1) + "***@", text)
+    return masked if len(masked) <= limit else masked[: limit - 1] + "…"
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -58,7 +68,7 @@ class _Manifest:
     def add(self, section: str, name: str, spec: str) -> None:
         self.deps.setdefault(section, {})[_norm(name)] = spec.strip()
         if _URLISH.search(spec):
-            self.bad_specs.append(f"{name} ({spec.strip()[:60]})")
+            self.bad_specs.append(f"{name} ({spec.strip()})")
 
 
 def _requirements(text: str) -> _Manifest:
@@ -73,7 +83,7 @@ def _requirements(text: str) -> _Manifest:
             continue
         match = _NAME.match(line)
         if match is None:
-            manifest.bad_specs.append(f"line '{line[:60]}'")
+            manifest.bad_specs.append(f"line '{line}'")
             continue
         manifest.add("requirements", match.group(1), line[match.end() :])
     return manifest
@@ -86,7 +96,7 @@ def _pep508(manifest: _Manifest, section: str, items: Any) -> None:
     for item in items:
         match = _NAME.match(str(item))
         if match is None:
-            manifest.bad_specs.append(f"{section} entry {str(item)[:60]!r}")
+            manifest.bad_specs.append(f"{section} entry {str(item)!r}")
             continue
         manifest.add(section, match.group(1), str(item)[match.end() :])
 
@@ -123,7 +133,7 @@ def _package_json(text: str) -> _Manifest:
         for name, spec in deps.items() if isinstance(deps, dict) else []:
             manifest.deps[section][name] = str(spec)
             if not isinstance(spec, str) or not _NPM_VERSION.match(spec):
-                manifest.bad_specs.append(f"{name} ({str(spec)[:60]})")
+                manifest.bad_specs.append(f"{name} ({spec})")
     data.pop("version", None)
     manifest.rest = flatten(data)
     return manifest
@@ -172,14 +182,16 @@ class DependencyVersionsOnly(Rule):
                 continue
             new_bad = sorted(set(after.bad_specs) - set(before.bad_specs))
             if new_bad:
+                shown = ", ".join(_shown(b) for b in new_bad[:3])
                 rejects.append(
-                    f"{path} adds URL, git, path or index specifiers ({', '.join(new_bad[:3])}); "
+                    f"{path} adds URL, git, path or index specifiers ({shown}); "
                     "use plain version specifiers from the default index."
                 )
             options = sorted(before.options ^ after.options)
             if options:
                 rejects.append(
-                    f"{path} changes installer options ({', '.join(o[:60] for o in options[:3])}); "
+                    f"{path} changes installer options "
+                    f"({', '.join(_shown(o) for o in options[:3])}); "
                     "keep index, hash-checking and other pip options exactly as they were."
                 )
             for section in sorted(set(before.deps) | set(after.deps)):
@@ -232,8 +244,8 @@ class DependencyVersionsOnly(Rule):
                 continue
             if after is None or (before is not None and _looser(old[name], new[name])):
                 reviews.append(
-                    f"{path}: {name} was unpinned or loosened ({old[name] or 'any'} -> "
-                    f"{new[name] or 'any'}); keep an exact or bounded version."
+                    f"{path}: {name} was unpinned or loosened ({_shown(old[name]) or 'any'} -> "
+                    f"{_shown(new[name]) or 'any'}); keep an exact or bounded version."
                 )
             elif before is None or after == before:
                 continue

@@ -2,7 +2,9 @@
 
 * ``*`` matches within one path segment, ``?`` one character, ``[abc]`` a class;
 * ``**`` matches any number of whole segments (``src/**`` is ``src`` and all below it);
-* a pattern without ``/`` matches the file name at any depth (``*.log``, ``.env``).
+* a pattern without ``/`` matches the file name at any depth (``*.log``, ``.env``);
+* a trailing ``/``, a ``.`` or ``..`` segment and ``//`` are refused: paths are canonical,
+  so such a glob would silently match less than it seems to.
 """
 
 from __future__ import annotations
