@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import vsh
 from conftest import snapshot_tree
 from inline_snapshot import snapshot
 from pydantic_ai import Agent, RunContext
@@ -24,6 +25,7 @@ from pydantic_ai.usage import RunUsage
 
 from vsh_ai._results import VshResult, bound_text
 from vsh_ai._toolset import VshCapability, VshToolset
+from vsh_ai.rules import ProtectedReads, RuleSet
 
 pytestmark = pytest.mark.anyio
 
@@ -268,3 +270,30 @@ def test_bound_text_markers() -> None:
     assert (
         bound_text("a" * 70 + "END", 64, keep="tail") == "…[truncated 9 bytes]" + "a" * 61 + "END"
     )
+
+
+async def test_refused_work_never_releases_its_output_to_the_model(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """A judge that refuses a read (ALL_REQUESTS scope) keeps what was read from the model."""
+    secret = "token-7f3c-never-shown"
+    workspace = make_workspace({"notes.txt": "hello\n", "vault.txt": secret})
+    judge = RuleSet([ProtectedReads(globs=("vault.txt",), action="reject")], on_pass="approve")
+    toolset = VshToolset(workspace, judge=judge, hook_scope=vsh.HookScope.ALL_REQUESTS)
+    seen: list[list[ToolReturnPart]] = []
+    model = script(
+        [call("vsh_read", "r1", path="/workspace/notes.txt")],
+        [call("vsh_run", "r2", code="print(vsh_read('/workspace/vault.txt'))", intent="peek")],
+        done(),
+        seen=seen,
+    )
+    await Agent(model, toolsets=[toolset]).run("read both")
+
+    allowed, refused = seen[1][0].content, seen[2][0].content
+    assert isinstance(allowed, VshResult)
+    assert isinstance(refused, VshResult)
+    assert (allowed.state, allowed.result, allowed.output_withheld) == ("read", "hello\n", False)
+    assert (refused.state, refused.result, refused.stdout) == ("rejected", None, "")
+    assert refused.output_withheld
+    assert secret not in refused.model_dump_json()
+    assert snapshot_tree(workspace) == {"notes.txt": b"hello\n", "vault.txt": secret.encode()}

@@ -70,6 +70,11 @@ class VshResult(BaseModel):
     result: str | None = None
     stdout: str = ""
     stderr: str = ""
+    output_withheld: bool = Field(
+        False,
+        description="The program's result and output are not shown because its transaction "
+        "was not approved (what it read may be exactly what the reviewer refused).",
+    )
     risk_flags: tuple[str, ...] = ()
     deny_reason: str | None = None
     verdict: Verdict | None = None
@@ -197,7 +202,11 @@ def build_result(
         transaction = transaction or receipt.transaction
         deny_reason = deny_reason or receipt.deny_reason
     diff = render_diff(evidence, limits.diff) if evidence is not None and changes else None
-    result_text = _result_text(receipt.result) if receipt is not None else None
+    # Only approved work releases its output: a pending, rejected or denied program's
+    # result could carry exactly the contents the reviewer (or policy) refused.
+    released = receipt is not None and state in ("committed", "read")
+    withheld = receipt is not None and not released
+    result_text = _result_text(receipt.result) if released and receipt is not None else None
     return VshResult(
         state=state,
         transaction=transaction,
@@ -205,10 +214,14 @@ def build_result(
         summary=_summary(changes),
         diff=diff,
         result=None if result_text is None else bound_text(result_text, limits.result),
-        stdout=bound_text(receipt.stdout, limits.stdout) if receipt is not None else "",
+        stdout=bound_text(receipt.stdout, limits.stdout) if released and receipt else "",
         stderr=bound_text(
-            receipt.stderr if receipt is not None else stderr, limits.stderr, keep="tail"
+            receipt.stderr if released and receipt else "" if withheld else stderr,
+            limits.stderr,
+            keep="tail",
         ),
+        output_withheld=withheld
+        and bool(receipt and (receipt.stdout or receipt.result is not None)),
         risk_flags=tuple(receipt.risk_flags) if receipt is not None else (),
         deny_reason=deny_reason,
         verdict=verdict,

@@ -19,13 +19,15 @@ Every tool call is one atomic VSH transaction on a virtual snapshot; host files 
 only when the result says state="committed". Result states:
 - committed: the changes are on the host.
 - read: nothing needed changing (read-only work); use `result`/`stdout`.
-- pending: NOT applied yet; it waits for human approval. Report the transaction and the
-  feedback to the user. Never claim pending work is done, and do not resubmit it.
+- pending: NOT applied yet; it waits for approval. If the feedback asks for a different
+  change, submit a corrected one; otherwise report the transaction and the feedback to
+  the user. Never claim pending work is done, and do not resubmit it unchanged.
 - rejected: NOT applied; the reviewer refused. Read `feedback`; do not resubmit as is.
 - denied: NOT applied; policy refused (see `deny_reason`), e.g. protected files such as
   .env. Do not try to reach them another way.
 - stale: NOT applied; files changed underneath. Re-read them and submit again.
-Always follow the result's `next_step`. A failed program (exception, syntax error,
+Only committed or read work shows the program's `result`/`stdout`; other states withhold
+them. Always follow the result's `next_step`. A failed program (exception, syntax error,
 missing file, budget exceeded) changes nothing and comes back as an error to fix."""
 
 
