@@ -416,7 +416,7 @@ class Evidence(_Frozen):
                 continue
             blob = effect.after.blob
             versions.append(
-                WrittenVersion(
+                WrittenVersion.model_construct(
                     path=effect.paths[-1],
                     blob=blob,
                     sequence=effect.sequence,
@@ -432,7 +432,7 @@ class Evidence(_Frozen):
                 continue
             blob = change.after.blob
             versions.append(
-                WrittenVersion(
+                WrittenVersion.model_construct(
                     path=change.path,
                     blob=blob,
                     sequence=-1,
