@@ -83,6 +83,9 @@ def test_python_judge_that_approves_everything_is_listed_case_by_case(
         (["eval", "--fail-if", "bogus>0"], "unknown metric"),
         (["eval", "--record"], "--record and --replay need --model NAME"),
         (["eval", "--judge", "no_such_module:judge"], "cannot load it"),
+        # Printed verbatim: not read as a ':x:' emoji or a '[...]' markup tag.
+        (["eval", "--judge", "no_such_module:x"], "--judge no_such_module:x: cannot load it"),
+        (["eval", "--judge", "[bold]x.toml"], "judge file [bold]x.toml not found"),
         (["eval", "--judge", "missing.toml"], "judge file missing.toml not found"),
     ],
 )
@@ -112,7 +115,17 @@ def test_help_explains_offline_default(capsys: pytest.CaptureFixture[str]) -> No
     assert "always-approve" in text
 
 
-def test_a_case_that_cannot_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("program", "shown"),
+    [
+        ("vsh_wrte('/workspace/a.txt', 'x')", "vsh_wrte"),
+        # Guest text is printed verbatim: rich would read '[/workspace/a.txt]' as a tag.
+        ("raise ValueError('[/workspace/a.txt] :x:')", "[/workspace/a.txt] :x:"),
+    ],
+)
+def test_a_case_that_cannot_run_exits_2(
+    program: str, shown: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     suite = tmp_path / "broken.yaml"
     suite.write_text(
         "scenario: broken\ndescription: d\n"
@@ -120,7 +133,7 @@ def test_a_case_that_cannot_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
         "judge: ../../judges/service-config.toml\n"
         "cases:\n"
         "  - id: typo\n    category: c\n    files: {a.txt: hi}\n"
-        "    program: vsh_wrte('/workspace/a.txt', 'x')\n"
+        f'    program: "{program}"\n'
         "    intent: Edit.\n    expected: approve\n    note: A guest error is a suite bug.\n"
     )
     status = main(["eval", str(suite), "--judge", str(ROOT / "judges/service-config.toml")])
@@ -128,4 +141,5 @@ def test_a_case_that_cannot_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert status == 2
     assert "RUN FAILURES (1)" in printed
     assert "typo:" in printed
+    assert shown in printed
     assert "1 case(s) could not be run" in printed

@@ -132,6 +132,9 @@ def test_bad_yaml_base64_and_fixture(tmp_path: Path) -> None:
     path.write_text("scenario: [unclosed\n")
     with pytest.raises(SuiteError, match=r"bad.yaml: line \d+ is not valid YAML"):
         load_suite(path)
+    path.write_bytes(b"scenario: caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(SuiteError, match=r"bad\.yaml: not UTF-8 text; save it as UTF-8"):
+        load_suite(path)
     binary = GOOD_CASE.replace('{a.txt: "hi\\n"}', "{a.bin: {base64: '!!notbase64'}}")
     with pytest.raises(SuiteError, match=r"field 'files.a.bin.*not valid base64"):
         load_suite(write_suite(tmp_path, binary))

@@ -86,6 +86,23 @@ class SwallowsCancellation:
         return Verdict.approve("approved despite cancellation", judge=self.id)
 
 
+def open_hooked(
+    workspace: Path,
+    hook: JudgeHook,
+    *,
+    policy: str = "strict",
+    scope: vsh.HookScope = vsh.HookScope.REVIEW_REQUIRED,
+) -> vsh.HookedRuntime:
+    return vsh.HookedRuntime.open(
+        workspace,
+        hook_handler=hook,
+        hook_id=hook.hook_id,
+        hook_scope=scope,
+        policy=policy,
+        review_content_bytes=1 << 20,
+    )
+
+
 async def run_hooked(
     workspace: Path,
     hook: JudgeHook,
@@ -94,14 +111,7 @@ async def run_hooked(
     policy: str = "strict",
     scope: vsh.HookScope = vsh.HookScope.REVIEW_REQUIRED,
 ) -> tuple[vsh.HookedRuntime, str, vsh.CommitResolution]:
-    runtime = vsh.HookedRuntime.open(
-        workspace,
-        hook_handler=hook,
-        hook_id=hook.hook_id,
-        hook_scope=scope,
-        policy=policy,
-        review_content_bytes=1 << 20,
-    )
+    runtime = open_hooked(workspace, hook, policy=policy, scope=scope)
     receipt = await runtime.apreview(vsh.RunRequest(code, intent="tune the port"))
     resolution = await runtime.acommit(receipt.transaction)
     return runtime, receipt.transaction, resolution
@@ -171,13 +181,7 @@ async def test_outer_cancellation_fails_the_hook_and_leaves_work_pending(workspa
     before = snapshot_tree(workspace)
     judge = Sleeps()
     hook = as_hook(judge, timeout=60)
-    runtime = vsh.HookedRuntime.open(
-        workspace,
-        hook_handler=hook,
-        hook_id=hook.hook_id,
-        policy="strict",
-        review_content_bytes=1 << 20,
-    )
+    runtime = open_hooked(workspace, hook)
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
     finished = await cancel_once_the_judge_started(runtime, receipt.transaction, judge.started)
     assert not finished, "the commit was cancelled while the judge was deciding"
@@ -315,13 +319,7 @@ async def test_outer_cancellation_cannot_be_turned_into_approval(workspace) -> N
     before = snapshot_tree(workspace)
     judge = SwallowsCancellation()
     hook = as_hook(judge, timeout=60)
-    runtime = vsh.HookedRuntime.open(
-        workspace,
-        hook_handler=hook,
-        hook_id=hook.hook_id,
-        policy="strict",
-        review_content_bytes=1 << 20,
-    )
+    runtime = open_hooked(workspace, hook)
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
     await cancel_once_the_judge_started(runtime, receipt.transaction, judge.started)
     assert runtime.native.transaction_state(receipt.transaction) != "committed"
@@ -343,13 +341,7 @@ async def test_swallowed_asyncio_task_cancellation_is_not_an_approval(workspace)
     before = snapshot_tree(workspace)
     judge = SwallowsCancellation()
     hook = as_hook(judge, timeout=60)
-    runtime = vsh.HookedRuntime.open(
-        workspace,
-        hook_handler=hook,
-        hook_id=hook.hook_id,
-        policy="strict",
-        review_content_bytes=1 << 20,
-    )
+    runtime = open_hooked(workspace, hook)
     receipt = await runtime.apreview(vsh.RunRequest(EDIT, intent="tune"))
     task = asyncio.ensure_future(runtime.acommit(receipt.transaction))
     with anyio.fail_after(30):  # a judge never asked: fail, do not hang

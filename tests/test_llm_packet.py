@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 
@@ -13,6 +14,7 @@ from llm_support import citable_refs, required_refs
 
 from vsh_ai._simulate import simulate
 from vsh_ai.llm import PacketRefused, SharingPolicy, build_packet, redact_secrets
+from vsh_ai.rules import find_secret
 
 pytestmark = pytest.mark.anyio
 
@@ -305,6 +307,26 @@ def test_an_empty_glob_is_a_configuration_error() -> None:
 )
 def test_redaction_targets_values_not_settings(line: str, expected: str) -> None:
     assert redact_secrets(line)[0] == expected
+
+
+GITHUB_TOKEN = "ghp_" + "a1B2" * 9
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("key = ABIAIOSFODNN7EXAMPLE", "ABIAIOSFODNN7EXAMPLE"),
+        ("charge(sk_live_" + "a1" * 12 + ")", "a1" * 12),
+        ("see eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abc", "eyJzdWIiOiIxMjM0"),
+        ("echo " + base64.b64encode(GITHUB_TOKEN.encode()).decode(), "Z2hwX2Ex"),
+    ],
+)
+def test_what_no_secrets_flags_is_never_sent(line: str, secret: str) -> None:
+    """The redactor covers every token NoSecrets detects, also inside base64."""
+    assert find_secret(line) is not None
+    redacted, found = redact_secrets(line)
+    assert secret not in redacted
+    assert found
 
 
 def test_an_unterminated_private_key_is_redacted_to_the_end() -> None:

@@ -246,6 +246,13 @@ async def test_dependency_reasons_never_echo_url_credentials(evidence_for) -> No
     assert "--index-url https://***@pkgs.test/simple" in verdict.reason
     assert "s3cr3tpass" not in verdict.reason
     assert "tok3n" not in verdict.reason
+    # Also where the URL spec is reported as a downgrade, not only as a URL.
+    url = "requests==2.0.0 @ https://bob:hunter2tok@pkgs.test/r.tar.gz\n"
+    evidence = await evidence_for({"requirements.txt": REQS}, write("requirements.txt", url))
+    verdict = DependencyVersionsOnly(downgrade_action="reject").check(evidence)
+    assert verdict is not None
+    assert "requests is downgraded" in verdict.reason
+    assert "hunter2tok" not in verdict.reason
 
 
 async def test_downgrades_can_be_rejected(evidence_for) -> None:

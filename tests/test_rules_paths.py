@@ -64,6 +64,11 @@ def test_globs_that_would_silently_match_less_are_refused(glob: str, message: st
         DeniedChanges(globs=(glob,))
     with pytest.raises(ValueError, match=message):
         glob_matches(glob, "secrets/key.txt")
+    # Allow-lists too: a bad glob there used to fail only at review time, on every change.
+    with pytest.raises(ValueError, match=message):
+        NoExecutableChanges(allow=(glob,))
+    with pytest.raises(ValueError, match=message):
+        NoSymlinkChanges(allow_removal=(glob,))
 
 
 async def test_allowed_changes_pass_and_fail(evidence_for) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ("main",)
 
@@ -119,15 +120,7 @@ def _eval(args: argparse.Namespace, console: Console) -> int:
         progress=not args.no_progress and console.is_terminal,
     )
     options.validate()
-    suites = find_suites(args.suites)
-
-    async def go() -> object:
-        return await run_evals(suites, options)
-
-    report = anyio.run(go)
-    from .evals import EvalReport
-
-    assert isinstance(report, EvalReport)
+    report = anyio.run(run_evals, find_suites(args.suites), options)
     render_terminal(report, console)
     if args.json:
         args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -187,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _suites(console)
         return _judges(console)
     except (SuiteError, JudgeFileError, EvalSetupError, GateError, ReplayError) as error:
-        console.print(f"[bold red]error:[/] {error}", highlight=False)
+        # Verbatim: a path or module:attr in the message is neither markup nor an emoji.
+        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, emoji=False)
         return 2
 
 

@@ -25,8 +25,6 @@ __all__ = (
     "WrittenVersion",
 )
 
-ChangeKind = Literal["create", "modify", "delete", "metadata_change"]
-
 _WRITE_OPERATIONS = frozenset(("create", "modify_content", "copy"))
 _BINARY_SNIFF = 8192
 
@@ -291,6 +289,11 @@ class Evidence(_Frozen):
 
     @property
     def changed_paths(self) -> tuple[str, ...]:
+        """Every path a commit would change (a rename is a delete plus a create).
+
+        Transient paths (a temp file written then renamed away, as ``sed -i`` does)
+        never reach the host and are not listed.
+        """
         return tuple(c.path for c in self.changes)
 
     @property

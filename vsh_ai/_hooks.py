@@ -162,6 +162,19 @@ class Quorum:
         )
 
 
+async def acquire_slot(slots: anyio.CapacityLimiter, wait: float) -> bool:
+    """Take a slot, waiting at most ``wait`` seconds (a free one is taken even with 0)."""
+    try:
+        slots.acquire_nowait()
+    except anyio.WouldBlock:
+        try:
+            with anyio.fail_after(wait):
+                await slots.acquire()
+        except TimeoutError:
+            return False
+    return True
+
+
 def _to_decision(verdict: Verdict) -> vsh.HookDecision:
     if verdict.decision == "approve":
         return vsh.HookDecision.approve(verdict.reason)
@@ -257,16 +270,10 @@ class JudgeHook:
                 f"Evidence is incomplete ({gaps}); a human must review this change.",
                 judge=name,
             )
-        try:
-            self._slots.acquire_nowait()  # a free slot is taken even with capacity_wait=0
-        except anyio.WouldBlock:
-            try:
-                with anyio.fail_after(self.capacity_wait):
-                    await self._slots.acquire()
-            except TimeoutError:
-                return Verdict.failed(
-                    "capacity", "The judge is at capacity; review this change later.", judge=name
-                )
+        if not await acquire_slot(self._slots, self.capacity_wait):
+            return Verdict.failed(
+                "capacity", "The judge is at capacity; review this change later.", judge=name
+            )
         return await self._review(evidence)
 
     async def _review(self, evidence: Evidence) -> Verdict:

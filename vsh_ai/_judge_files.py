@@ -13,14 +13,17 @@ import sys
 import tomllib
 from os import PathLike
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_ai.models import Model
 
 from ._hooks import Pipeline
 from .rules import AnyRule, OnPass, RuleSet
-from .rules._glob import glob_regex
+from .rules._glob import check_globs
+
+if TYPE_CHECKING:
+    from .llm import LLMCommitJudge
 
 __all__ = (
     "JudgeFile",
@@ -78,12 +81,30 @@ class LLMSection(_Strict):
     max_output_tokens: int = Field(default=1024, gt=0)
     max_concurrency: int = Field(default=4, ge=1)
 
-    @field_validator("share")
-    @classmethod
-    def _globs_compile(cls, globs: tuple[str, ...]) -> tuple[str, ...]:
-        for glob in globs:
-            glob_regex(glob)  # a ValueError here is reported at llm.share
-        return globs
+    _globs_compile = field_validator("share")(check_globs)  # errors point at llm.share
+
+    def build(
+        self,
+        model: Model | str,
+        *,
+        id: str,
+        instructions: str | None = None,
+        timeout: float | None = None,
+        max_concurrency: int | None = None,
+    ) -> LLMCommitJudge:
+        """The LLM judge this section configures; a given keyword replaces its setting."""
+        from .llm import LLMCommitJudge, SharingPolicy
+
+        return LLMCommitJudge(
+            model,
+            id=id,
+            instructions=self.instructions if instructions is None else instructions,
+            sharing=SharingPolicy(share=self.share, redact_secrets=self.redact_secrets),
+            timeout=self.timeout if timeout is None else timeout,
+            max_input_bytes=self.max_input_bytes,
+            max_output_tokens=self.max_output_tokens,
+            max_concurrency=self.max_concurrency if max_concurrency is None else max_concurrency,
+        )
 
 
 class JudgeFile(_Strict):
@@ -214,21 +235,8 @@ def load_judge(
             f"{path}: llm: no model named for the LLM judge; pass --model NAME or set "
             "llm.model (or skip the LLM judge to use the rules alone)"
         )
-    from .llm import LLMCommitJudge, SharingPolicy
-
-    llm = spec.llm
     rules = spec.rule_set(on_pass="escalate", id=f"{spec.id}.rules")
-    judge = LLMCommitJudge(
-        chosen,
-        id=f"{spec.id}.llm",
-        instructions=llm.instructions,
-        sharing=SharingPolicy(share=llm.share, redact_secrets=llm.redact_secrets),
-        timeout=llm.timeout,
-        max_input_bytes=llm.max_input_bytes,
-        max_output_tokens=llm.max_output_tokens,
-        max_concurrency=llm.max_concurrency,
-    )
-    return Pipeline(rules, judge, id=spec.id)
+    return Pipeline(rules, spec.llm.build(chosen, id=f"{spec.id}.llm"), id=spec.id)
 
 
 def schema() -> dict[str, Any]:

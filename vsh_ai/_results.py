@@ -20,9 +20,6 @@ __all__ = (
     "VshResult",
     "bound_text",
     "build_result",
-    "changes_of",
-    "next_step_for",
-    "render_diff",
 )
 
 ToolState = Literal["committed", "read", "pending", "rejected", "denied", "stale"]

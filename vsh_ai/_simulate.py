@@ -11,7 +11,7 @@ from vsh._async import native_call
 
 from ._evidence import Evidence
 
-__all__ = ("Simulation", "simulate")
+__all__ = ("DEFAULT_REVIEW_CONTENT_BYTES", "Simulation", "simulate")
 
 DEFAULT_REVIEW_CONTENT_BYTES = 1 << 20
 _HOOK_ID = "vsh-ai.simulate"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import math
 import os
@@ -31,6 +30,7 @@ from ._results import (
     bound_text,
     build_result,
 )
+from ._simulate import DEFAULT_REVIEW_CONTENT_BYTES
 from ._toolset_approvals import ApprovalBinding, ApprovalStore, VshApprovalError, args_digest
 from ._toolset_runtime import HookHandler, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
@@ -224,7 +224,9 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             hook_handler=self._on_event,
             hook_scope=hook_scope,
             hook_id=hook_id or "vsh-ai:hook",
-            review_content_bytes=1 << 20 if review_content_bytes is None else review_content_bytes,
+            review_content_bytes=DEFAULT_REVIEW_CONTENT_BYTES
+            if review_content_bytes is None
+            else review_content_bytes,
             policy=policy,
             bash=bash_config,
         )
@@ -240,13 +242,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return decision
 
     def _evidence(self, transaction: str) -> Evidence | None:
-        event = self._events.pop(transaction, None)
-        if event is None:
-            return None
-        try:
-            return Evidence.from_event(event)
-        except Exception:
-            return None
+        return _evidence_of(self._events.pop(transaction, None))
 
     # -- tool calls ---------------------------------------------------------------------
 
@@ -429,15 +425,11 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 )
             if reopened is not None and reopened[1].state == "pending_approval":
                 event, receipt = reopened
-                evidence = None
-                if event is not None:
-                    with contextlib.suppress(Exception):
-                        evidence = Evidence.from_event(event)
                 return build_result(
                     "pending",
                     receipt=receipt,
                     limits=self.limits,
-                    evidence=evidence,
+                    evidence=_evidence_of(event),
                     feedback="An identical request (same program and intent) is already "
                     "waiting for approval as this transaction.",
                 )
@@ -528,32 +520,29 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         *,
         expired: bool = False,
     ) -> VshResult:
-        state = await self.driver.state(transaction)
-        if state == "committed":
+        def settled(state: ToolState, feedback: str | None = None) -> VshResult:
             return build_result(
-                "committed",
+                state,
                 receipt=None,
                 limits=self.limits,
                 changes=changes,
                 transaction=transaction,
+                feedback=feedback,
             )
+
+        state = await self.driver.state(transaction)
+        if state == "committed":
+            return settled("committed")
         if state in ("rejected", "stale", "expired", "denied"):
             # An expired approval window is handled like stale work: submit it again.
-            mapped: ToolState = (
+            return settled(
                 "rejected" if state == "rejected" else "denied" if state == "denied" else "stale"
-            )
-            return build_result(
-                mapped, receipt=None, limits=self.limits, changes=changes, transaction=transaction
             )
         if expired:
             # Older than approval_ttl: the approver may have judged a diff long gone.
-            return build_result(
+            return settled(
                 "stale",
-                receipt=None,
-                limits=self.limits,
-                changes=changes,
-                transaction=transaction,
-                feedback=f"The approval request expired (older than approval_ttl="
+                f"The approval request expired (older than approval_ttl="
                 f"{self.approval_ttl:g}s), so nothing was committed; submit the change again.",
             )
         try:
@@ -564,22 +553,9 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             if await self.driver.state(transaction) != "committed":
                 raise
             # A concurrent resume of this same approval committed it first.
-            return build_result(
-                "committed",
-                receipt=None,
-                limits=self.limits,
-                changes=changes,
-                transaction=transaction,
-            )
+            return settled("committed")
         except vsh.VshStaleError as error:
-            return build_result(
-                "stale",
-                receipt=None,
-                limits=self.limits,
-                changes=changes,
-                transaction=transaction,
-                feedback=bound_text(str(error), self.limits.error),
-            )
+            return settled("stale", bound_text(str(error), self.limits.error))
         if final.state != "committed":
             raise vsh.VshRuntimeError(f"approved commit ended in state {final.state!r}")
         return build_result("committed", receipt=final, limits=self.limits, changes=changes)
@@ -688,6 +664,16 @@ def _check_state_directory(workspace: Path, state_directory: Path) -> None:
             f"state_directory {state_directory} is inside the workspace, where agent programs "
             "can write; put it outside the workspace or under its .vsh-runtime directory"
         )
+
+
+def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
+    """Evidence for a result's diff; an event it cannot snapshot only costs the diff."""
+    if event is None:
+        return None
+    try:
+        return Evidence.from_event(event)
+    except Exception:
+        return None
 
 
 def _language_name(language: vsh.Language) -> str:

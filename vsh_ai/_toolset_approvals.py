@@ -12,13 +12,13 @@ import hashlib
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._results import ChangedPath
+from ._toolset_runtime import now_ms
 
 __all__ = ("ApprovalBinding", "ApprovalStore", "VshApprovalError", "args_digest")
 
@@ -75,7 +75,7 @@ class ApprovalStore:
             transaction=transaction,
             changes=changes,
             risk_flags=risk_flags,
-            created_unix_ms=time.time_ns() // 1_000_000,
+            created_unix_ms=now_ms(),
         )
         self.directory.mkdir(parents=True, exist_ok=True)
         target = self.path_for(tool_call_id)

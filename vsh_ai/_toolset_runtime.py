@@ -20,7 +20,7 @@ import vsh
 from vsh._async import native_call
 from vsh._native import _Cancellation
 
-__all__ = ("HookHandler", "WorkspaceDriver", "workspace_lock")
+__all__ = ("HookHandler", "WorkspaceDriver", "now_ms")
 
 HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
 _T = TypeVar("_T")
@@ -28,13 +28,14 @@ _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def workspace_lock(key: str) -> threading.Lock:
+def _workspace_lock(key: str) -> threading.Lock:
     """The process-wide lock for one workspace (keyed by its resolved path)."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
 
 
 def now_ms() -> int:
+    """Wall-clock milliseconds, the unit VSH timestamps use."""
     return time.time_ns() // 1_000_000
 
 
@@ -44,7 +45,7 @@ class WorkspaceDriver:
     def __init__(self, native: vsh.Runtime, *, handler: HookHandler | None, lock_key: str) -> None:
         self.native = native
         self.handler = handler
-        self._lock = workspace_lock(lock_key)
+        self._lock = _workspace_lock(lock_key)
 
     def _locked(self, call: Callable[[], _T]) -> Callable[[], _T]:
         def run() -> _T:

@@ -9,7 +9,7 @@ from pydantic_ai import ModelRetry
 
 from ._results import VshResult
 
-__all__ = ("FileTools", "guest_path")
+__all__ = ("FileTools",)
 
 
 def guest_path(path: str) -> str:

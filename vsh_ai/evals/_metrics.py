@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._verdict import FailureCategory
 from ._suite import Expected
 
 __all__ = (
-    "REVIEWER_FAILURES",
     "CategoryRow",
     "Metrics",
     "Observation",
@@ -22,7 +22,7 @@ __all__ = (
 LABELS: tuple[Expected, ...] = ("approve", "review", "reject")
 # Fail-closed outcomes where the reviewer itself failed (not deliberate refusals such as
 # incomplete evidence or unshared content, which are the judge working as designed).
-REVIEWER_FAILURES = frozenset(
+REVIEWER_FAILURES: frozenset[FailureCategory] = frozenset(
     {
         "exception",
         "timeout",

@@ -22,7 +22,7 @@ from pydantic_ai.usage import RequestUsage
 __all__ = ("STRESS_MODES", "StressMode", "prompt_text", "refs_in", "stress_model")
 
 StressMode = Literal["always-approve", "always-reject", "malformed", "timeout", "injection"]
-STRESS_MODES: dict[str, str] = {
+STRESS_MODES: dict[StressMode, str] = {
     "always-approve": "approves everything, citing every ref it can find in the prompt",
     "always-reject": "rejects everything",
     "malformed": "answers with output that fails validation",

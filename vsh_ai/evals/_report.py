@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -172,13 +173,14 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
     if unsafe:
         console.print(Text(f"UNSAFE APPROVALS ({len(unsafe)})", style="bold red"))
         for line in unsafe:
-            console.print(f"  [red]✗[/red] {line}")
+            console.print(f"  [red]✗[/red] {escape(line)}", emoji=False)
     else:
         console.print(Text("No unsafe approvals.", style="bold green"))
     if report.run_failures:
         console.print(Text(f"RUN FAILURES ({len(report.run_failures)})", style="bold red"))
         for failure in report.run_failures:
-            console.print(f"  [red]![/red] {failure.case_id}: {failure.error.strip()[-300:]}")
+            error = escape(failure.error.strip()[-300:])  # guest text: never markup
+            console.print(f"  [red]![/red] {failure.case_id}: {error}", emoji=False)
     summary = Table(title="Suites", title_justify="left")
     for column in ("suite", "mode", "cases", "unsafe ok'd (95% ≤)", "safe ok'd", "rej. recall"):
         summary.add_column(column)

@@ -13,7 +13,7 @@ from pydantic_ai.models import Model, infer_model
 from rich.progress import Progress
 
 from .._hooks import Judge, Pipeline
-from .._judge_files import load_judge, load_judge_file
+from .._judge_files import LLMSection, load_judge, load_judge_file
 from ._metrics import compute_metrics
 from ._models import STRESS_MODES, stress_model
 from ._replay import RecordingModel, ReplayModel, recording_path
@@ -122,23 +122,16 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
         raise EvalSetupError(f"judge file {path} not found (suite {suite.scenario!r})")
     if not (options.model or options.stress):
         return load_judge(path, skip_llm=True), "rules"
-    from ..llm import LLMCommitJudge, SharingPolicy
-
     file = load_judge_file(path)
     model, mode = _model_for(suite, options)
-    llm = file.llm
-    instructions = suite.authorization + ("\n\n" + llm.instructions if llm else "")
-    judge = LLMCommitJudge(
+    # A file without [llm] is scored with every path shared and the default limits.
+    llm = file.llm or LLMSection(share=("**",))
+    judge = llm.build(
         model,
         id=f"{file.id}.llm",
-        instructions=instructions,
-        sharing=SharingPolicy(share=llm.share, redact_secrets=llm.redact_secrets)
-        if llm
-        else SharingPolicy(share=("**",), redact_secrets=True),
-        timeout=STRESS_TIMEOUT_S if options.stress == "timeout" else (llm.timeout if llm else 30.0),
-        max_input_bytes=llm.max_input_bytes if llm else 65536,
-        max_output_tokens=llm.max_output_tokens if llm else 1024,
-        max_concurrency=max(options.concurrency, llm.max_concurrency if llm else 4),
+        instructions=suite.authorization + ("\n\n" + file.llm.instructions if file.llm else ""),
+        timeout=STRESS_TIMEOUT_S if options.stress == "timeout" else None,
+        max_concurrency=max(options.concurrency, llm.max_concurrency),
     )
     rules = file.rule_set(on_pass="escalate", id=f"{file.id}.rules")
     return Pipeline(rules, judge, id=f"{file.id}+llm"), mode

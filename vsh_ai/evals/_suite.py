@@ -168,6 +168,8 @@ def load_suite(path: str | Path) -> Suite:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SuiteError(f"{path}: cannot read suite file ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 YAML") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

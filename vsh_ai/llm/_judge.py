@@ -22,6 +22,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
 from .._evidence import Evidence
+from .._hooks import acquire_slot
 from .._verdict import Decision, FailureCategory, Usage, Verdict
 from ._packet import Packet, PacketRefused, build_packet
 from ._report import JudgeReport, inconsistency, report_feedback
@@ -232,17 +233,7 @@ class LLMCommitJudge:
             packet = build_packet(evidence, self.sharing, self.max_input_bytes)
         except PacketRefused as refused:
             return self._failed(refused.category, refused.reason, None)
-        try:
-            self._slots.acquire_nowait()
-        except anyio.WouldBlock:
-            acquired = False
-        else:
-            acquired = True
-        try:
-            if not acquired:
-                with anyio.fail_after(self.capacity_wait):
-                    await self._slots.acquire()
-        except TimeoutError:
+        if not await acquire_slot(self._slots, self.capacity_wait):
             return self._failed(
                 "capacity", "The LLM judge is at capacity; a human must review this work.", packet
             )

@@ -9,7 +9,8 @@ from functools import partial
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._evidence import normalize_path
-from ..rules._glob import glob_regex
+from ..rules._glob import check_globs, matching
+from ..rules._secrets import BASE64_TOKEN, SECRET_PATTERNS, find_secret
 
 __all__ = ("Redaction", "SharingPolicy", "redact_secrets")
 
@@ -31,19 +32,22 @@ _PRIVATE_KEY = re.compile(
 _SECRET_KEY = re.compile(
     r"(?i)password|passwd|pwd|secret|api[_-]?key|access[_-]?key|token|private[_-]?key|credential"
 )
-# (kind, pattern, group holding the secret value)
+# (kind, pattern, group holding the secret value). Every bare token NoSecrets flags
+# (rules/_secrets.py) is included, so content the rule would reject is never sent as is.
 _INLINE: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("aws_access_key_id", re.compile(r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b"), 1),
+    ("aws_access_key_id", SECRET_PATTERNS["an AWS access key id"], 0),
     (
         "aws_secret_access_key",
         re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})"),
         2,
     ),
     ("github_token", re.compile(r"\b((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})"), 1),
-    ("slack_token", re.compile(r"\b(xox[abposr]-[A-Za-z0-9-]{10,})"), 1),
-    ("api_key", re.compile(r"\b(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,})"), 1),
+    ("slack_token", SECRET_PATTERNS["a Slack token"], 0),
+    ("api_key", SECRET_PATTERNS["an OpenAI/Anthropic-style API key"], 0),
+    ("stripe_key", SECRET_PATTERNS["a Stripe key"], 0),
     ("google_api_key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})"), 1),
     ("jwt", re.compile(r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"), 1),
+    ("jwt", SECRET_PATTERNS["a JSON web token"], 0),
     ("bearer_token", re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{12,})"), 2),
     ("url_password", re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(@)"), 2),
 )
@@ -67,8 +71,9 @@ def redact_secrets(text: str) -> tuple[str, tuple[Redaction, ...]]:
     """Replace secret-looking values with ``[REDACTED:kind]``; line count is preserved.
 
     A private key block keeps its BEGIN/END lines and each body line becomes a marker,
-    so diff line numbers stay true. Numbers, booleans and ``${VAR}`` references assigned
-    to secret-sounding keys are left alone.
+    so diff line numbers stay true. A base64 run hiding a secret is replaced whole.
+    Numbers, booleans and ``${VAR}`` references assigned to secret-sounding keys are
+    left alone.
     """
     counts: Counter[str] = Counter()
 
@@ -84,9 +89,16 @@ def redact_secrets(text: str) -> tuple[str, tuple[Redaction, ...]]:
         whole, offset = match.group(0), match.start(0)
         return whole[: start - offset] + f"[REDACTED:{kind}]" + whole[end - offset :]
 
+    def encoded(match: re.Match[str]) -> str:
+        if find_secret(match.group(0)) is None:
+            return match.group(0)
+        counts["encoded_secret"] += 1
+        return "[REDACTED:encoded_secret]"
+
     text = _PRIVATE_KEY.sub(key_block, text)
     for kind, pattern, group in _INLINE:
         text = pattern.sub(partial(swap, group=group, kind=kind), text)
+    text = BASE64_TOKEN.sub(encoded, text)  # a secret inside base64, as NoSecrets decodes it
 
     def assignment(match: re.Match[str]) -> str:
         value = match.group(2).strip("\"'")
@@ -122,21 +134,16 @@ class SharingPolicy(BaseModel):
     withhold: tuple[str, ...] = Field(default=(), description="Globs never sent, even if shared.")
     redact_secrets: bool = True
 
-    @field_validator("share", "withhold")
-    @classmethod
-    def _compiles(cls, globs: tuple[str, ...]) -> tuple[str, ...]:
-        for glob in globs:
-            glob_regex(glob)  # raises ValueError naming the problem (e.g. an empty glob)
-        return globs
+    _compiles = field_validator("share", "withhold")(check_globs)
 
     def allows(self, path: str) -> bool:
         """True when the content of ``path`` may be sent to the provider."""
         if path != path.strip():
             return False  # ' public/x' is not 'public/x': never share a respelled path
         wanted = normalize_path(path)
-        if any(glob_regex(g).match(wanted) for g in self.withhold):
+        if matching(self.withhold, wanted) is not None:
             return False
-        return any(glob_regex(g).match(wanted) for g in self.share)
+        return matching(self.share, wanted) is not None
 
     def prepare(self, text: str) -> tuple[str, tuple[Redaction, ...]]:
         """The text as it will be sent (redacted when enabled) and what was redacted."""

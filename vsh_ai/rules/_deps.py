@@ -251,13 +251,14 @@ class DependencyVersionsOnly(Rule):
                 continue
             elif after < before:
                 message = (
-                    f"{path}: {name} is downgraded ({old[name]} -> {new[name]}); "
+                    f"{path}: {name} is downgraded ({_shown(old[name])} -> {_shown(new[name])}); "
                     "upgrade instead, or ask a human to approve the downgrade."
                 )
                 (rejects if self.downgrade_action == "reject" else reviews).append(message)
             elif after[0] != before[0] and not self.allow_major:
                 reviews.append(
-                    f"{path}: {name} moves to a new major version ({old[name]} -> {new[name]}); "
+                    f"{path}: {name} moves to a new major version "
+                    f"({_shown(old[name])} -> {_shown(new[name])}); "
                     "a human must approve major upgrades."
                 )
 

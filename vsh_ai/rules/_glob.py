@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ("glob_matches", "glob_regex", "matching")
+__all__ = ("check_globs", "glob_matches", "glob_regex", "matching")
 
 
 @lru_cache(maxsize=1024)
@@ -69,6 +69,13 @@ def _segment(part: str) -> str:
             out.append(re.escape(char))
         i += 1
     return "".join(out)
+
+
+def check_globs(globs: tuple[str, ...]) -> tuple[str, ...]:
+    """``globs`` unchanged once each compiles: a bad glob fails at load time, naming the fix."""
+    for glob in globs:
+        glob_regex(glob)
+    return globs
 
 
 def glob_matches(pattern: str, path: str) -> bool:

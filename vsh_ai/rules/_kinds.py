@@ -9,10 +9,10 @@ from pydantic import Field, field_validator
 from .._evidence import Change, Evidence
 from .._verdict import Verdict
 from ._base import Action, Rule, describe_paths
-from ._glob import matching
+from ._glob import check_globs, matching
 from ._paths import validate_globs
 
-__all__ = ("ChangeKind", "ChangeKinds", "NoExecutableChanges", "NoSymlinkChanges", "change_kinds")
+__all__ = ("ChangeKind", "ChangeKinds", "NoExecutableChanges", "NoSymlinkChanges")
 
 ChangeKind = Literal["create", "modify", "delete", "rename", "metadata_change"]
 
@@ -76,6 +76,8 @@ class NoExecutableChanges(Rule):
     allow: tuple[str, ...] = ()
     action: Action = "review"
 
+    _check_allow = field_validator("allow")(check_globs)
+
     def check(self, evidence: Evidence, /) -> Verdict | None:
         hits = [
             c.path
@@ -102,6 +104,8 @@ class NoSymlinkChanges(Rule):
     type: Literal["no_symlink_changes"] = "no_symlink_changes"
     allow_removal: tuple[str, ...] = ()
     action: Action = "review"
+
+    _check_allow_removal = field_validator("allow_removal")(check_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         hits = [

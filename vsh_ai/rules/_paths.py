@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from .._evidence import Evidence
 from .._verdict import Verdict
 from ._base import Action, Rule, describe_paths
-from ._glob import glob_regex, matching
+from ._glob import check_globs, matching
 
 __all__ = (
     "AllowedChanges",
@@ -23,21 +23,10 @@ Globs = tuple[str, ...]
 
 
 def validate_globs(globs: Globs) -> Globs:
-    """Compile every glob once so a bad one fails at load time, not at review time."""
+    """At least one glob, each compiled: a bad one fails at load time, not at review time."""
     if not globs:
         raise ValueError("give at least one glob")
-    for glob in globs:
-        glob_regex(glob)
-    return globs
-
-
-def touched(evidence: Evidence) -> tuple[str, ...]:
-    """Every path a commit would change (a rename is a delete plus a create).
-
-    Transient paths (a temp file written then renamed away, as ``sed -i`` does) never
-    reach the host and are not listed.
-    """
-    return evidence.changed_paths
+    return check_globs(globs)
 
 
 class AllowedChanges(Rule):
@@ -50,7 +39,7 @@ class AllowedChanges(Rule):
     _check_globs = field_validator("globs")(validate_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        outside = [p for p in touched(evidence) if matching(self.globs, p) is None]
+        outside = [p for p in evidence.changed_paths if matching(self.globs, p) is None]
         if not outside:
             return None
         return self.verdict(
@@ -72,7 +61,7 @@ class DeniedChanges(Rule):
     _check_globs = field_validator("globs")(validate_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        hits = {p: g for p in touched(evidence) if (g := matching(self.globs, p)) is not None}
+        hits = {p: g for p in evidence.changed_paths if (g := matching(self.globs, p)) is not None}
         if not hits:
             return None
         first = next(iter(hits))

@@ -15,7 +15,7 @@ from ._base import Action, Rule, describe_paths
 from ._content import added_text_lines, located
 from ._paths import validate_globs
 
-__all__ = ("SECRET_PATTERNS", "NoSecrets", "find_secret")
+__all__ = ("BASE64_TOKEN", "SECRET_PATTERNS", "NoSecrets", "find_secret")
 
 _PLACEHOLDER = r"""(?!\$|\{\{|<|%\(|\*\*\*|changeme|example|placeholder|xxx|your[-_])"""
 
@@ -46,7 +46,8 @@ SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+"""A run of base64 (or base64url) long enough to hide a secret."""
 
 
 def _scoped(pattern: str) -> str:
@@ -68,7 +69,7 @@ def find_secret(line: str) -> str | None:
     kind = _kind(line)
     if kind is not None:
         return kind
-    for token in _BASE64.findall(line):
+    for token in BASE64_TOKEN.findall(line):
         try:
             decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_")
             text = decoded.decode("utf-8")
