@@ -226,7 +226,7 @@ class JudgeHook:
         """The full verdict of the latest decision on ``transaction`` (recent ones kept)."""
         return self._verdicts.get(transaction)
 
-    async def __call__(self, event: vsh.RequestEvent) -> vsh.HookDecision:
+    async def __call__(self, event: vsh.RequestEvent | Evidence) -> vsh.HookDecision:
         verdict = await self.decide(event)
         return _to_decision(verdict)
 

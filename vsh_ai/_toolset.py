@@ -136,7 +136,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         self._hook_all = hook_scope == vsh.HookScope.ALL_REQUESTS
         handler: HookHandler | None = None
         self._inner_handler: HookHandler | None = None
-        self._events: OrderedDict[str, vsh.RequestEvent] = OrderedDict()
+        self._evidence_seen: OrderedDict[str, Evidence | None] = OrderedDict()
         self.runtime: vsh.Runtime | vsh.HookedRuntime
         if isinstance(workspace_or_runtime, vsh.Runtime | vsh.HookedRuntime):
             if judge is not None or hook_handler is not None or review_content_bytes:
@@ -232,17 +232,21 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         )
 
     async def _on_event(self, event: vsh.RequestEvent) -> vsh.HookDecision:
-        self._events[event.transaction] = event
-        while len(self._events) > 64:
-            self._events.popitem(last=False)
+        # One snapshot serves both the judge and the result's diff.
+        evidence = _evidence_of(event)
+        self._evidence_seen[event.transaction] = evidence
+        while len(self._evidence_seen) > 64:
+            self._evidence_seen.popitem(last=False)
+        if self.judge_hook is not None and evidence is not None:
+            return await self.judge_hook(evidence)
         assert self._inner_handler is not None
-        decision = self._inner_handler(event)
+        decision = self._inner_handler(event)  # an unreadable event fails closed in the hook
         if inspect.isawaitable(decision):
             decision = await decision
         return decision
 
     def _evidence(self, transaction: str) -> Evidence | None:
-        return _evidence_of(self._events.pop(transaction, None))
+        return self._evidence_seen.pop(transaction, None)
 
     # -- tool calls ---------------------------------------------------------------------
 
