@@ -12,7 +12,8 @@ import vsh
 from conftest import snapshot_tree
 
 from vsh_ai import Evidence, JudgeHook, Pipeline, Quorum, Verdict, as_hook
-from vsh_ai.rules import AllowedChanges, RuleSet
+from vsh_ai.rules import RuleSet
+from vsh_ai.rules._allow import AllowPaths
 
 pytestmark = pytest.mark.anyio
 
@@ -226,17 +227,70 @@ async def test_incomplete_evidence_is_never_approved(workspace) -> None:
     assert snapshot_tree(workspace) == before
 
 
-async def test_abstain_follows_policy_and_never_upgrades_pending(workspace, make_workspace):
+async def test_final_abstain_on_a_mutation_is_review_never_policy(workspace, make_workspace):
     before = snapshot_tree(workspace)
     _, _, pending = await run_hooked(workspace, as_hook(Fixed("abstain")), policy="strict")
     assert pending.receipt.state == "pending_approval"
+    assert pending.hook.verdict == "review"
     assert snapshot_tree(workspace) == before
 
+    # balanced auto-approves this small edit; a judge with no opinion must not let it through
     small = make_workspace(FILES)
+    small_before = snapshot_tree(small)
     _, _, auto = await run_hooked(
         small, as_hook(Fixed("abstain")), policy="balanced", scope=vsh.HookScope.ALL_REQUESTS
     )
-    assert auto.receipt.state == "committed", "policy auto-approves small edits"
+    assert auto.receipt.state == "pending_approval"
+    assert snapshot_tree(small) == small_before
+
+
+async def test_read_only_abstain_follows_policy(workspace) -> None:
+    _, _, read = await run_hooked(
+        workspace,
+        as_hook(Fixed("abstain")),
+        "vsh_read('/workspace/README.md')",
+        policy="balanced",
+        scope=vsh.HookScope.ALL_REQUESTS,
+    )
+    assert read.receipt.state == "committed"
+    assert read.hook.verdict == "follow_policy"
+
+
+class Unproven:
+    """A rule-set-like judge escalating an unproven change, even on read-only work."""
+
+    id = "escalates"
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        unproven = [{"path": "config/app.toml", "kind": "modify", "reason": "no allowance"}]
+        return Verdict.abstain("unproven", judge=self.id, details={"unproven": unproven})
+
+
+@pytest.mark.parametrize("code", [EDIT, "vsh_read('/workspace/README.md')"])
+async def test_final_abstain_carrying_unproven_is_review(workspace, code) -> None:
+    before = snapshot_tree(workspace)
+    hook = as_hook(Pipeline(Unproven(), Fixed("abstain", id="also-abstains")))
+    _, tx, resolution = await run_hooked(
+        workspace, hook, code, policy="balanced", scope=vsh.HookScope.ALL_REQUESTS
+    )
+    assert resolution.hook.verdict == "review"
+    assert resolution.receipt.state == "pending_approval"
+    verdict = hook.verdict_for(tx)
+    assert verdict is not None and "modify of config/app.toml" in verdict.reason
+    assert snapshot_tree(workspace) == before
+
+
+async def test_escalating_rule_set_as_last_stage_never_approves(workspace) -> None:
+    before = snapshot_tree(workspace)
+    rules = RuleSet(
+        [AllowPaths(id="docs", paths=("docs/**",), kinds=("modify",))], on_unproven="escalate"
+    )
+    _, _, resolution = await run_hooked(
+        workspace, as_hook(rules), policy="balanced", scope=vsh.HookScope.ALL_REQUESTS
+    )
+    assert resolution.hook.verdict == "review"
+    assert resolution.receipt.state == "pending_approval"
+    assert snapshot_tree(workspace) == before
 
 
 async def test_reject_is_terminal(workspace) -> None:
@@ -248,11 +302,11 @@ async def test_reject_is_terminal(workspace) -> None:
 
 
 async def test_rule_set_as_hook_end_to_end(workspace) -> None:
-    rules = RuleSet([AllowedChanges(globs=("docs/**",))], id="docs-only")
+    rules = RuleSet([AllowPaths(id="docs", paths=("docs/**",), kinds=("modify",))], id="docs-only")
     hook = as_hook(rules)
     _, _, resolution = await run_hooked(workspace, hook)
     assert resolution.hook.verdict == "review"
-    assert resolution.hook.reason.startswith("config/app.toml is outside the paths")
+    assert "config/app.toml" in resolution.hook.reason
     assert resolution.hook.hook_id != "" and hook.hook_id.startswith("vsh-ai:docs-only:")  # noqa: PT018
 
 
@@ -303,7 +357,7 @@ def test_quorum_and_pipeline_validate() -> None:
 
 
 async def test_one_span_per_decision_without_contents(workspace, capfire) -> None:
-    hook = as_hook(RuleSet([AllowedChanges(globs=("config/**",))], id="svc"))
+    hook = as_hook(RuleSet([AllowPaths(id="cfg", paths=("config/**",), kinds=("modify",))], id="svc"))
     await run_hooked(workspace, hook)
     spans = [
         s for s in capfire.exporter.exported_spans_as_dict() if s["name"].startswith("vsh-ai judge")

@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from vsh_ai import Pipeline
 from vsh_ai._judge_files import JudgeFileError, load_judge, load_judge_file, schema
 from vsh_ai.llm import LLMCommitJudge
-from vsh_ai.rules import RuleSet
+from vsh_ai.rules import Allowance, RuleSet
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGES = sorted((ROOT / "judges").glob("*.toml"))
@@ -40,7 +40,11 @@ def test_shipped_judges_load(path: Path) -> None:
     assert spec.llm.instructions.strip()
     judge = load_judge(path, skip_llm=True)
     assert isinstance(judge, RuleSet)
-    assert judge.on_pass == spec.rules.on_pass
+    assert judge.on_unproven == spec.rules.on_unproven == "review"
+    assert any(isinstance(r, Allowance) for r in judge.rules), "allowlist style"
+    if spec.id != "dependency-updates":  # its wording is owned with its analyser
+        for word in ("Proves allowed", "escalates"):
+            assert word in spec.description, f"the description must say what it {word}"
     with pytest.raises(JudgeFileError, match=r"pass --model NAME or set llm\.model"):
         load_judge(path)
 
@@ -91,32 +95,49 @@ def test_a_bad_sharing_glob_is_located(tmp_path: Path) -> None:
 def test_unknown_rule_type_is_located(tmp_path: Path) -> None:
     message = error_for(
         tmp_path,
-        'id = "x"\n[[rules.rule]]\ntype = "no_secrets"\n[[rules.rule]]\ntype = "alowed_changes"\n',
+        'id = "x"\n[[rules.rule]]\ntype = "no_secrets"\n[[rules.rule]]\ntype = "alow_paths"\n',
     )
-    assert "rules.rule[1].type: unknown rule type 'alowed_changes'" in message
-    assert "fix: set `type` to one of: allowed_changes," in message
+    assert "rules.rule[1].type: unknown rule type 'alow_paths'" in message
+    assert "fix: set `type` to one of: allow_added_lines, allow_config, allow_paths," in message
 
 
 def test_misspelled_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     message = error_for(
         tmp_path,
-        'id = "x"\n[[rules.rule]]\ntype = "allowed_changes"\nglob = ["a/**"]\n',
+        'id = "x"\n[[rules.rule]]\ntype = "allow_paths"\npath = ["a/**"]\nkinds = ["create"]\n',
     )
-    assert "rules.rule[0].glob: Extra inputs are not permitted" in message
-    assert "allowed here: action, globs, id, type" in message
-    assert "rules.rule[0].globs: Field required; fix: add this key" in message
+    assert "rules.rule[0].path: Extra inputs are not permitted" in message
+    assert "allowed here: description, destructive, id, kinds, max_bytes," in message
+    assert "rules.rule[0].paths: Field required; fix: add this key" in message
 
 
 def test_bad_values_are_located(tmp_path: Path) -> None:
     message = error_for(
         tmp_path,
-        'id = "x"\n[rules]\non_pass = "yes"\n[[rules.rule]]\ntype = "forbidden_patterns"\n'
-        'patterns = ["("]\n[llm]\ntimeout = -1\n',
+        'id = "x"\n[rules]\non_unproven = "approve"\n[[rules.rule]]\ntype = "forbidden_patterns"\n'
+        'patterns = ["(a)\\\\1"]\n[llm]\ntimeout = -1\n',
     )
-    assert "rules.on_pass: Input should be 'approve', 'follow_policy' or 'escalate'" in message
-    assert "rules.rule[0].patterns: invalid regular expression '('" in message
+    assert "rules.on_unproven: Input should be 'review' or 'escalate'" in message
+    assert "rules.rule[0].patterns: pattern '(a)\\\\1' is not supported" in message
+    assert "no backreferences" in message
     assert "llm.timeout: Input should be greater than 0" in message
     assert "(3 problem(s))" in message
+
+
+def test_bad_globs_and_constraints_are_located(tmp_path: Path) -> None:
+    message = error_for(
+        tmp_path,
+        'id = "x"\n[[rules.rule]]\ntype = "denied_changes"\nglobs = ["docs/**.md"]\n'
+        '[[rules.rule]]\ntype = "allow_config"\npaths = ["a.toml"]\n'
+        '[rules.rule.may_change]\n"a.b" = { type = "boolean", min = 1 }\n'
+        '"a.c" = { type = "string", pattern = "(?=x)" }\n',
+    )
+    assert "rules.rule[0].globs: glob 'docs/**.md': '**' is only allowed as a whole segment" in (
+        message
+    )
+    assert "'docs/**/*.md'" in message
+    assert "rules.rule[1].may_change.a.b: min/max apply to integer, number or list" in message
+    assert "rules.rule[1].may_change.a.c.pattern: pattern '(?=x)' is not supported" in message
 
 
 def test_duplicate_rule_ids(tmp_path: Path) -> None:
@@ -135,10 +156,14 @@ def test_missing_file(tmp_path: Path) -> None:
 RULES_ONLY = """
 id = "docs"
 [rules]
-on_pass = "approve"
+on_unproven = "review"
 [[rules.rule]]
-type = "allowed_changes"
-globs = ["docs/**"]
+type = "denied_changes"
+globs = ["src/**"]
+[[rules.rule]]
+type = "allow_paths"
+paths = ["docs/**"]
+kinds = ["modify"]
 """
 
 
@@ -146,7 +171,7 @@ def test_rules_only_file(tmp_path: Path) -> None:
     judge = load_judge(write(tmp_path, RULES_ONLY))
     assert isinstance(judge, RuleSet)
     assert judge.id == "docs"
-    assert [r.id for r in judge.rules] == ["completeness", "allowed_changes"]
+    assert [r.id for r in judge.rules] == ["completeness", "denied_changes", "allow_paths"]
     with pytest.raises(JudgeFileError, match=r"no \[llm\] table"):
         load_judge(write(tmp_path, RULES_ONLY), model="test")
 
@@ -181,16 +206,20 @@ async def test_llm_pipeline_rules_first_then_model(tmp_path: Path, evidence_for)
     judge = load_judge(path, model=FunctionModel(respond))
     assert isinstance(judge, Pipeline)
     rules, llm = judge.judges
-    assert isinstance(rules, RuleSet) and rules.on_pass == "escalate"  # noqa: PT018
+    assert isinstance(rules, RuleSet) and rules.on_unproven == "escalate"  # noqa: PT018
     assert isinstance(llm, LLMCommitJudge)
     assert isinstance(load_judge(path, model="test", skip_llm=True), RuleSet)
 
-    outside = await evidence_for({"src/a.py": "x\n"}, "vsh_write('/workspace/src/a.py', 'y\\n')")
-    verdict = await judge.review(outside)
-    assert (verdict.decision, calls) == ("review", []), "rules decide without the model"
+    denied = await evidence_for({"src/a.py": "x\n"}, "vsh_write('/workspace/src/a.py', 'y\\n')")
+    verdict = await judge.review(denied)
+    assert (verdict.decision, calls) == ("reject", []), "a denial decides without the model"
 
-    inside = await evidence_for({"docs/a.md": "x\n"}, "vsh_write('/workspace/docs/a.md', 'y\\n')")
-    verdict = await judge.review(inside)
-    assert calls == [1], "passing rules escalate to the model"
+    proven = await evidence_for({"docs/a.md": "x\n"}, "vsh_write('/workspace/docs/a.md', 'y\\n')")
+    verdict = await judge.review(proven)
+    assert (verdict.decision, calls) == ("approve", []), "proven changes need no model"
+
+    unproven = await evidence_for({"lib/a.py": "x\n"}, "vsh_write('/workspace/lib/a.py', 'y\\n')")
+    verdict = await judge.review(unproven)
+    assert calls == [1], "unproven changes escalate to the model"
     assert verdict.decision == "review"
     assert verdict.details["trail"][0] == "docs.rules:abstain"

@@ -6,7 +6,6 @@ import pytest
 
 from vsh_ai._simulate import simulate
 from vsh_ai.rules import (
-    AllowedChanges,
     ChangeKinds,
     DeniedChanges,
     NoExecutableChanges,
@@ -24,8 +23,12 @@ FILES = {"config/app.toml": "port = 80\n", "src/a.py": "x = 1\n", "notes.txt": "
     ("pattern", "path", "expected"),
     [
         ("*.log", "a.log", True),
-        ("*.log", "deep/dir/a.log", True),
+        ("*.log", "deep/dir/a.log", False),  # root-anchored: one segment is the root only
+        ("*.log", "logs/audit.log", False),
+        ("**/*.log", "deep/dir/a.log", True),
+        ("**/*.log", "a.log", True),
         ("*.log", "a.log.txt", False),
+        ("README*", ".github/workflows/README.yml", False),
         ("tmp/**", "tmp", True),
         ("tmp/**", "tmp/a/b.txt", True),
         ("tmp/**", "tmpfile", False),
@@ -37,16 +40,25 @@ FILES = {"config/app.toml": "port = 80\n", "src/a.py": "x = 1\n", "notes.txt": "
         ("config/[!ab].toml", "config/b.toml", False),
         ("?.txt", "a.txt", True),
         ("**", "any/thing", True),
-        (".env*", "sub/.env.local", True),
+        (".env*", "sub/.env.local", False),
+        ("**/.env*", "sub/.env.local", True),
+        ("config/*", "config/.hidden", True),
+        ("docs/{a,b}.md", "docs/b.md", True),
     ],
 )
 def test_glob_semantics(pattern: str, path: str, expected: bool) -> None:
     assert glob_matches(pattern, path) is expected
 
 
+@pytest.mark.parametrize("path", ["SERVER.PEM", "keys/Server.Pem", "a/ＳＥＲＶＥＲ.ＰＥＭ"])
+def test_deny_sets_ignore_case_and_width(path: str) -> None:
+    assert glob_matches("**/*.pem", path, ignore_case=True)
+    assert not glob_matches("**/*.pem", path)
+
+
 def test_empty_glob_is_refused() -> None:
     with pytest.raises(ValueError, match="empty glob"):
-        AllowedChanges(globs=("",))
+        DeniedChanges(globs=("",))
 
 
 @pytest.mark.parametrize(
@@ -56,6 +68,8 @@ def test_empty_glob_is_refused() -> None:
         ("config/../.env", "'..'"),  # canonical paths never contain '..': matched nothing
         ("config/./app.toml", "'.'"),
         ("config//app.toml", "empty segment"),
+        ("docs/**.md", "only allowed as a whole segment"),  # looked recursive, was not
+        ("!secrets/**", "negation is not supported"),
     ],
 )
 def test_globs_that_would_silently_match_less_are_refused(glob: str, message: str) -> None:
@@ -64,41 +78,13 @@ def test_globs_that_would_silently_match_less_are_refused(glob: str, message: st
         DeniedChanges(globs=(glob,))
     with pytest.raises(ValueError, match=message):
         glob_matches(glob, "secrets/key.txt")
+    with pytest.raises(ValueError, match=message):
+        ProtectedReads(globs=(glob,))
     # Allow-lists too: a bad glob there used to fail only at review time, on every change.
     with pytest.raises(ValueError, match=message):
         NoExecutableChanges(allow=(glob,))
     with pytest.raises(ValueError, match=message):
         NoSymlinkChanges(allow_removal=(glob,))
-
-
-async def test_allowed_changes_pass_and_fail(evidence_for) -> None:
-    inside = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 81\\n')")
-    rule = AllowedChanges(globs=("config/**",))
-    assert rule.check(inside) is None
-
-    outside = await evidence_for(
-        FILES,
-        "vsh_write('/workspace/config/app.toml', 'port = 81\\n')\n"
-        "vsh_write('/workspace/src/a.py', 'x = 2\\n')",
-    )
-    verdict = rule.check(outside)
-    assert verdict is not None
-    assert verdict.decision == "review"
-    assert verdict.judge == "allowed_changes"
-    assert verdict.reason == (
-        "src/a.py is outside the paths this work may change (config/**); "
-        "leave it unchanged and change only matching paths."
-    )
-
-
-async def test_allowed_changes_sees_both_ends_of_a_rename(evidence_for) -> None:
-    evidence = await evidence_for(
-        FILES, "vsh_move('/workspace/config/app.toml', '/workspace/app.toml')"
-    )
-    verdict = AllowedChanges(globs=("config/**",), action="reject").check(evidence)
-    assert verdict is not None
-    assert verdict.decision == "reject"
-    assert verdict.details["paths"] == ["app.toml"]
 
 
 async def test_denied_changes_reject_deletes_and_creates(evidence_for) -> None:
@@ -112,6 +98,19 @@ async def test_denied_changes_reject_deletes_and_creates(evidence_for) -> None:
         {"data/x.csv": "1\n", "tmp/a": "t"}, "vsh_remove('/workspace/tmp/a')"
     )
     assert rule.check(unrelated) is None
+
+
+async def test_denied_changes_match_any_spelling_and_both_rename_ends(evidence_for) -> None:
+    rule = DeniedChanges(globs=("**/*.pem", "secrets/**", "Vault/**"))
+    files = {"certs/SERVER.PEM": "k\n", "Secrets/a.txt": "s\n", "b.txt": "b\n", "vault/k": ""}
+    upper = await evidence_for(files, "vsh_write('/workspace/certs/SERVER.PEM', 'x\\n')")
+    assert (v := rule.check(upper)) is not None
+    assert v.details["paths"] == ["certs/SERVER.PEM"]
+    folded = await evidence_for(files, "vsh_remove('/workspace/Secrets/a.txt')")
+    assert rule.check(folded) is not None, "Secrets/ is secrets/ in a deny set"
+    moved_in = await evidence_for(files, "vsh_move('/workspace/b.txt', '/workspace/vault/b')")
+    assert (v := rule.check(moved_in)) is not None
+    assert v.details["paths"] == ["vault/b"]
 
 
 async def test_protected_reads(evidence_for) -> None:
@@ -134,6 +133,28 @@ async def test_protected_reads(evidence_for) -> None:
     assert rule.check(harmless) is None
 
 
+async def test_protected_reads_by_case_and_by_content(evidence_for) -> None:
+    files = {
+        "deploy/Prod.ENV": "X=1\n",
+        "config/db.toml": 'url = "postgres://app:Xq9-prod-PASSWORD-77@db.internal:5432/app"\n',
+        "config/app.toml": "port = 80\n",
+    }
+    by_name = ProtectedReads(globs=("**/*.env",), action="reject")
+    upper = await evidence_for(files, "vsh_read('/workspace/deploy/Prod.ENV')")
+    assert (v := by_name.check(upper)) is not None
+    assert v.decision == "reject"
+    by_content = ProtectedReads(content=True, action="reject")
+    db = await evidence_for(files, "vsh_read('/workspace/config/db.toml')")
+    assert by_name.check(db) is None
+    assert (v := by_content.check(db)) is not None
+    assert v.details["paths"] == ["config/db.toml"]
+    assert "PASSWORD" not in v.reason
+    plain = await evidence_for(files, "vsh_read('/workspace/config/app.toml')")
+    assert by_content.check(plain) is None
+    with pytest.raises(ValueError, match="content = true"):
+        ProtectedReads()
+
+
 async def test_change_kinds_per_glob(evidence_for) -> None:
     only_modify = ChangeKinds(globs=("config/**",), allow=("modify",))
     modify = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 1\\n')")
@@ -143,6 +164,9 @@ async def test_change_kinds_per_glob(evidence_for) -> None:
     verdict = only_modify.check(create)
     assert verdict is not None
     assert "create is not allowed on config/**" in verdict.reason
+
+    upper = ChangeKinds(globs=("CONFIG/**",), allow=("modify",))
+    assert upper.check(create) is not None, "deny sets match in any case"
 
     delete = await evidence_for(FILES, "vsh_remove('/workspace/notes.txt')")
     assert only_modify.check(delete) is None, "notes.txt is outside the rule's globs"
@@ -154,6 +178,14 @@ async def test_change_kinds_per_glob(evidence_for) -> None:
     assert verdict is not None
     assert verdict.details["paths"] == ["src/a.py", "src/b.py"]
     assert ChangeKinds(globs=("src/**",), allow=("rename",)).check(rename) is None
+
+    move_then_delete = await evidence_for(
+        FILES,
+        "vsh_move('/workspace/src/a.py', '/workspace/src/b.py')\nvsh_remove('/workspace/src/b.py')",
+    )
+    verdict = ChangeKinds(globs=("src/**",), allow=("rename",)).check(move_then_delete)
+    assert verdict is not None, "a move followed by a delete is a delete, not a rename"
+    assert "delete is not allowed" in verdict.reason
 
 
 async def test_mkdir_is_a_create_and_not_an_executable_file(evidence_for) -> None:

@@ -1,8 +1,8 @@
-"""RuleSet: completeness first, severity ordering, on_pass, digests; no approval of gaps."""
+"""RuleSet: completeness, denials beat allowances, unproven changes, digests; no gap approved."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import pytest
@@ -10,23 +10,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vsh_ai import Evidence, Pipeline, Verdict, as_hook
+from vsh_ai._evidence import EvidenceGap
 from vsh_ai._simulate import simulate
 from vsh_ai.rules import (
-    AllowedChanges,
+    Allowance,
+    AllowPaths,
     ChangeKinds,
+    Claim,
     Completeness,
     ConfigInvariants,
     DeniedChanges,
-    DependencyVersionsOnly,
     ExactContent,
     ForbiddenPatterns,
     Limits,
     NoExecutableChanges,
     NoRefusedAccess,
     NoSecrets,
+    ProtectedReads,
     Rule,
     RuleSet,
 )
+
+if TYPE_CHECKING:
+    from vsh_ai.analysis._changes import NetChange
 
 pytestmark = pytest.mark.anyio
 
@@ -39,41 +45,83 @@ async def test_first_reject_wins_over_reviews(evidence_for) -> None:
         "vsh_write('/workspace/README.md', 'hello\\n')\nvsh_remove('/workspace/data/x.csv')",
     )
     rules = RuleSet(
-        [AllowedChanges(globs=("config/**",)), DeniedChanges(globs=("data/**",))], id="demo"
+        [
+            AllowPaths(paths=("**",), kinds=("modify", "delete")),
+            Limits(max_changed_bytes=1),
+            DeniedChanges(globs=("data/**",)),
+        ],
+        id="demo",
     )
     verdict = await rules.review(evidence)
-    assert verdict.decision == "reject"
+    assert verdict.decision == "reject", "a denial beats an allowance that claims everything"
     assert verdict.judge == "demo/denied_changes"
     assert verdict.reason.startswith("data/x.csv must not be changed")
-    assert [f["rule"] for f in verdict.details["failures"]] == ["allowed_changes", "denied_changes"]
+    assert [f["rule"] for f in verdict.details["failures"]] == ["limits", "denied_changes"]
 
 
 async def test_reviews_are_joined(evidence_for) -> None:
     evidence = await evidence_for(FILES, "vsh_write('/workspace/README.md', 'x' * 100)")
-    rules = RuleSet([AllowedChanges(globs=("config/**",)), Limits(max_changed_bytes=10)])
+    rules = RuleSet([Limits(max_changed_bytes=10), Limits(max_touched_paths=0, id="few")])
     verdict = rules.evaluate(evidence)
     assert verdict.decision == "review"
-    assert "README.md is outside" in verdict.reason
-    assert "This change is too large" in verdict.reason
+    assert verdict.reason.count("This change is too large") == 2
 
 
-@pytest.mark.parametrize(
-    ("on_pass", "decision", "reason"),
-    [
-        ("approve", "approve", "All 2 rules passed (completeness, allowed_changes)."),
-        ("follow_policy", "abstain", "All 2 rules passed; VSH policy decides."),
-        ("escalate", "abstain", "All 2 rules passed; escalating to the next judge."),
-    ],
-)
-async def test_on_pass(evidence_for, on_pass, decision, reason) -> None:
-    evidence = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'port = 1\\n')")
-    verdict = RuleSet([AllowedChanges(globs=("config/**",))], on_pass=on_pass).evaluate(evidence)
-    assert (verdict.decision, verdict.reason) == (decision, reason)
+async def test_every_change_must_be_claimed(evidence_for) -> None:
+    evidence = await evidence_for(
+        FILES,
+        "vsh_write('/workspace/config/app.toml', 'port = 1\\n')\n"
+        "vsh_remove('/workspace/data/x.csv')",
+    )
+    config_only = AllowPaths(paths=("config/**",), kinds=("modify",), id="config")
+    verdict = RuleSet([config_only], id="svc").evaluate(evidence)
+    assert (verdict.decision, verdict.judge) == ("review", "svc/unproven")
+    assert verdict.details["unproven"] == [
+        {
+            "path": "data/x.csv",
+            "kind": "delete",
+            "reason": "no allowance covers delete of data/x.csv",
+        }
+    ]
+    assert verdict.details["claims"] == [
+        {
+            "path": "config/app.toml",
+            "kind": "modify",
+            "allowance": "config",
+            "reason": "modify of config/app.toml matches 'config/**'",
+        }
+    ]
+    assert "Delete of data/x.csv is not proven allowed" in verdict.reason
+
+    escalating = RuleSet([config_only], on_unproven="escalate", id="svc").evaluate(evidence)
+    assert escalating.decision == "abstain"
+    assert escalating.details["unproven"] == verdict.details["unproven"]
+
+    data = AllowPaths(paths=("data/*.csv",), kinds=("delete",), id="data")
+    approved = RuleSet([config_only, data]).evaluate(evidence)
+    assert approved.decision == "approve"
+    assert [c["allowance"] for c in approved.details["claims"]] == ["config", "data"]
+
+
+async def test_failing_claims_explain_what_would_prove_the_change(evidence_for) -> None:
+    evidence = await evidence_for(FILES, "vsh_write('/workspace/config/app.toml', 'x' * 500)")
+    small = AllowPaths(paths=("config/**",), kinds=("modify",), max_bytes=100, id="small")
+    verdict = RuleSet([small]).evaluate(evidence)
+    assert verdict.decision == "review"
+    assert verdict.details["unproven"][0]["reason"] == (
+        "small: config/app.toml would be 500 bytes (at most 100)"
+    )
+
+
+async def test_nothing_changed_and_nothing_denied_is_approved(evidence_for) -> None:
+    evidence = await evidence_for(FILES, "vsh_read('/workspace/README.md')")
+    verdict = RuleSet().evaluate(evidence)
+    assert (verdict.decision, verdict.details) == ("approve", {"claims": []})
 
 
 def test_rule_set_validates_its_inputs() -> None:
-    with pytest.raises(ValueError, match="on_pass"):
-        RuleSet([], on_pass="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on_unproven"):
+        RuleSet([], on_unproven="approve")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"not a vsh_ai\.rules\.Rule"):
         RuleSet([object()])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="distinct ids"):
@@ -82,12 +130,12 @@ def test_rule_set_validates_its_inputs() -> None:
 
 
 def test_digest_and_hook_id_follow_the_definition() -> None:
-    base = RuleSet([AllowedChanges(globs=("config/**",))], id="svc")
-    same = RuleSet([AllowedChanges(globs=("config/**",))], id="svc")
-    changed = RuleSet([AllowedChanges(globs=("config/**", "docs/**"))], id="svc")
+    base = RuleSet([AllowPaths(paths=("config/**",), kinds=("modify",))], id="svc")
+    same = RuleSet([AllowPaths(paths=("config/**",), kinds=("modify",))], id="svc")
+    changed = RuleSet([AllowPaths(paths=("config/**",), kinds=("modify", "create"))], id="svc")
     assert base.digest == same.digest
     assert base.digest != changed.digest
-    assert base.digest != RuleSet(base.rules, on_pass="escalate", id="svc").digest
+    assert base.digest != RuleSet(base.rules, on_unproven="escalate", id="svc").digest
     assert as_hook(base).hook_id == as_hook(same).hook_id
     assert as_hook(base).hook_id != as_hook(changed).hook_id
     assert as_hook(Pipeline(base)).hook_id != as_hook(Pipeline(changed)).hook_id
@@ -138,7 +186,7 @@ async def test_completeness_rule_explains_the_gap(evidence_for) -> None:
         "from captured content), so a human must review it; to avoid this, write each file "
         "once, with its final content."
     )
-    combined = RuleSet([], on_pass="approve").evaluate(overwrite)
+    combined = RuleSet([AllowPaths(paths=("**",), kinds=("modify",))]).evaluate(overwrite)
     assert (combined.decision, combined.failure) == ("review", "incomplete_evidence")
 
     single = await evidence_for(FILES, "vsh_write('/workspace/README.md', 'ok\\n')")
@@ -167,6 +215,62 @@ async def test_custom_rules_plug_in(evidence_for) -> None:
     verdict = rules.evaluate(evidence)
     assert (verdict.decision, verdict.judge) == ("review", "custom/no_todo")
     assert rules.definition["rules"][1]["class"].endswith("test_rules_ruleset.NoTodo")
+
+
+class ShortReadme(Allowance):
+    """A custom allowance: claims README.md edits of at most ``limit`` bytes."""
+
+    type: Literal["short_readme"] = "short_readme"
+    limit: int = 10
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        if change.path != "README.md":
+            return None
+        size = len(evidence.after_bytes(change.path) or b"")
+        return Claim(size <= self.limit, f"README.md is {size} bytes (limit {self.limit})")
+
+
+class BrokenAllowance(Allowance):
+    type: Literal["broken"] = "broken"
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        raise EvidenceGap("no bytes")
+
+
+async def test_custom_allowances_plug_in_and_fail_closed(evidence_for) -> None:
+    short = await evidence_for(FILES, "vsh_write('/workspace/README.md', 'ok\\n')")
+    long = await evidence_for(FILES, "vsh_write('/workspace/README.md', 'x' * 50)")
+    assert RuleSet([ShortReadme()]).evaluate(short).decision == "approve"
+    verdict = RuleSet([ShortReadme()]).evaluate(long)
+    assert verdict.decision == "review"
+    assert verdict.details["unproven"][0]["reason"] == (
+        "short_readme: README.md is 50 bytes (limit 10)"
+    )
+    broken = RuleSet([BrokenAllowance(), ShortReadme()]).evaluate(long)
+    assert broken.details["unproven"][0]["reason"].startswith(
+        "broken: broken could not check it: no bytes"
+    )
+    assert RuleSet([BrokenAllowance(), ShortReadme()]).evaluate(short).decision == "approve"
+
+
+async def test_reading_secret_bearing_content_is_never_approved(evidence_for) -> None:
+    files = {
+        "app/settings.py": 'KEY = "sk_live_51HqLyjWDarjtT1zdp7dcXkH2abc"\n',
+        "notes/PROD.PEM": "x\n",
+        "README.md": "hi\n",
+    }
+    code = "vsh_read('/workspace/app/settings.py')\nvsh_write('/workspace/README.md', 'ok\\n')"
+    evidence = await evidence_for(files, code)
+    everything = AllowPaths(paths=("**",), kinds=("modify",))
+    verdict = RuleSet([everything]).evaluate(evidence)
+    assert (verdict.decision, verdict.judge) == ("review", "rules/reads")
+    assert "app/settings.py" in verdict.reason
+    assert "sk_live" not in verdict.reason
+    by_name = await evidence_for(files, "vsh_read('/workspace/notes/PROD.PEM')")
+    protected = ProtectedReads(globs=("**/*.pem",), action="reject")
+    assert RuleSet([protected]).evaluate(by_name).decision == "reject", "any case"
+    by_content = ProtectedReads(content=True, action="reject")
+    assert RuleSet([by_content, everything]).evaluate(evidence).decision == "reject"
 
 
 # -- property: no rule set ever approves incomplete evidence ---------------------------
@@ -217,9 +321,8 @@ def degrade(evidence: Evidence, how: str) -> Evidence:
 
 
 RULE_CHOICES: list[Rule] = [
-    AllowedChanges(globs=("**",)),
+    AllowPaths(paths=("**",), kinds=("create", "modify", "delete", "rename", "metadata_change")),
     ConfigInvariants(globs=("*.toml",), keep=("server.tls",)),
-    DependencyVersionsOnly(),
     ExactContent(path="nothing.txt", absent=True),
     NoExecutableChanges(),
     ChangeKinds(allow=("create", "modify", "delete", "rename", "metadata_change")),
@@ -244,22 +347,23 @@ def real_evidence(tmp_path_factory) -> list[Evidence]:
     how=st.sampled_from(["structural", "truncated", "content", "strip_contents", "none"]),
     chosen=st.lists(st.sampled_from(range(len(RULE_CHOICES))), unique=True, max_size=8),
     include_completeness=st.booleans(),
-    on_pass=st.sampled_from(["approve", "follow_policy", "escalate"]),
+    on_unproven=st.sampled_from(["review", "escalate"]),
 )
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 def test_no_rule_set_approves_incomplete_evidence(
-    real_evidence, index, how, chosen, include_completeness, on_pass, anyio_backend
+    real_evidence, index, how, chosen, include_completeness, on_unproven, anyio_backend
 ) -> None:
     evidence = degrade(real_evidence[index], how)
     rules = [RULE_CHOICES[i] for i in chosen]
     if include_completeness:
         rules.append(Completeness())
-    verdict: Verdict = RuleSet(rules, on_pass=on_pass).evaluate(evidence)
+    verdict: Verdict = RuleSet(rules, on_unproven=on_unproven).evaluate(evidence)
     if not evidence.complete:
         assert verdict.decision in ("review", "reject"), (how, verdict)
-        assert verdict.decision != "approve"
-    elif on_pass == "approve":
+    elif 0 in chosen or not evidence.changes:  # everything claimed and nothing denied
         assert verdict.decision == "approve", verdict.reason
+    else:
+        assert verdict.decision == ("abstain" if on_unproven == "escalate" else "review")
 
 
 def test_property_samples_cover_both_complete_and_incomplete(real_evidence) -> None:

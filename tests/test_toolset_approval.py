@@ -291,30 +291,33 @@ def patch_model(call_id: str) -> FunctionModel:
     return FunctionModel(respond)
 
 
-async def test_resubmitted_denied_change_shows_its_diff_again(
-    make_workspace: Callable[..., Path],
-) -> None:
-    """A denied change stays pending in VSH; resubmitting it must not look like "no changes"."""
+async def test_a_denial_is_final_and_durable(make_workspace: Callable[..., Path]) -> None:
+    """ToolDenied is recorded: a later approval of that call and a resubmission commit nothing."""
     workspace = make_workspace(APP)
     requests, history = await request_approval(workspace)
     denied_id = requests.approvals[0].tool_call_id
+    transaction = requests.metadata[denied_id]["transaction"]
     await deferred_agent(workspace, []).run(
         message_history=history,
         deferred_tool_results=DeferredToolResults(approvals={denied_id: ToolDenied("No.")}),
     )
-    toolset = VshToolset(workspace, policy="strict", approval="deferred")
-    agent = Agent(
-        patch_model("patch-2"), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    assert VshToolset(workspace).native.transaction_state(transaction) == "rejected"
+    # A later "approval" of the same call (e.g. a replayed decision) commits nothing.
+    seen: list[ToolReturnPart] = []
+    await deferred_agent(workspace, seen).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={denied_id: True}, metadata={denied_id: {"principal": "mallory"}}
+        ),
     )
-    again = await agent.run("change the port")
-    assert isinstance(again.output, DeferredToolRequests)
-    meta = again.output.metadata["patch-2"]
-    assert meta["transaction"] == requests.metadata[denied_id]["transaction"]
-    # The approver is shown exactly what an approval would commit.
-    assert meta["changes"] == [{"path": "app.toml", "kind": "modify"}]
-    assert meta["diff"] is not None
-    assert "-port = 8080\n+port = 9090" in meta["diff"]
-    assert meta["risk_flags"] == ["mutation"]
+    assert seen[0].content.state == "rejected"
+    assert "denied" in (seen[0].content.feedback or "")
+    # Resubmitting the identical change under a new id is told it was refused.
+    toolset = VshToolset(workspace, policy="strict", approval="deferred")
+    returns: list[Any] = []
+    agent = Agent(patch_then_report(returns), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    await agent.run("change the port")
+    assert returns[0].content.state == "rejected"
     assert snapshot_tree(workspace) == ORIGINAL
 
 
@@ -331,8 +334,10 @@ async def test_a_reused_tool_call_id_cannot_redirect_an_outstanding_approval(
         toolsets=[VshToolset(workspace, policy="strict", approval="deferred")],
         output_type=[str, DeferredToolRequests],
     )
-    with pytest.raises(VshApprovalError, match="already bound"):
-        await again.run("change the port again")
+    replayed = await again.run("change the port again")  # e.g. a durable engine's replay
+    assert isinstance(replayed.output, DeferredToolRequests)
+    # Never bound again: the approver sees the original diff and request time.
+    assert replayed.output.metadata[call_id] == requests.metadata[call_id]
     seen: list[ToolReturnPart] = []
     await deferred_agent(workspace, seen).run(
         message_history=history,
@@ -363,7 +368,17 @@ async def test_an_approval_after_approval_ttl_commits_nothing(
     assert "expired" in (result.feedback or "")
     assert snapshot_tree(workspace) == ORIGINAL
     transaction = requests.metadata[call_id]["transaction"]
-    assert VshToolset(workspace).native.transaction_state(transaction) == "pending_approval"
+    assert VshToolset(workspace).native.transaction_state(transaction) == "rejected"
+    # Expired stays expired, whatever TTL the next resuming toolset has.
+    again: list[ToolReturnPart] = []
+    await deferred_agent(workspace, again, approval_ttl=3600).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={call_id: True}, metadata={call_id: {"principal": "alice"}}
+        ),
+    )
+    assert again[0].content.state == "stale"
+    assert snapshot_tree(workspace) == ORIGINAL
     with pytest.raises(ValueError, match="approval_ttl"):
         VshToolset(workspace, approval_ttl=float("nan"))
 

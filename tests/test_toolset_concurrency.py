@@ -172,8 +172,9 @@ async def test_spans_carry_ids_and_counts_never_contents(
         "approve",
     )
     program = "raise ValueError(vsh_read('/workspace/app.toml'))"
-    with pytest.raises(ModelRetry, match="secret_value = 2"):  # the model sees the error
+    with pytest.raises(ModelRetry, match="ValueError: .message withheld") as raised:
         await toolset.vsh_run(program, "leak it in an error")
+    assert "secret_value" not in str(raised.value)  # the judge never cleared that read
     spans = [
         s for s in capfire.exporter.exported_spans_as_dict() if s["name"] == "vsh-ai transaction"
     ]

@@ -48,15 +48,8 @@ async def test_raw_hook_handler_decision_becomes_the_verdict(
     assert result.verdict is not None
     assert (result.verdict.decision, result.verdict.reason) == ("reject", "no writes to a.txt")
     assert result.feedback == "no writes to a.txt"
-    assert result.diff == snapshot("""\
---- a/a.txt
-+++ b/a.txt
-@@ -1 +1 @@
--a
-\\ No newline at end of file
-+b
-\\ No newline at end of file
-""")
+    # The verdict names a.txt: refused work never shows the worker a path the judge named.
+    assert result.diff == "modify: a.txt (contents withheld)\n"
     assert events == [result.transaction]
     assert toolset.native.transaction_state(result.transaction) == "rejected"
     assert snapshot_tree(workspace) == {"a.txt": b"a"}
@@ -93,14 +86,20 @@ async def test_all_requests_scope_sends_reads_to_the_judge(
     toolset = VshToolset(workspace, judge=approving, hook_scope=vsh.HookScope.ALL_REQUESTS)
     read = await toolset.vsh_read("/workspace/a.txt")
     assert (read.state, read.result, len(approving.reads)) == ("read", "alpha", 1)
-    # Under the default scope, reads never reach the judge.
+    # Under the default scope, reads never reach the judge ...
     quiet = Judge("reject")
     toolset = VshToolset(workspace, judge=quiet)
     assert (await toolset.vsh_read("a.txt")).state == "read"
-    # ... nor does work the balanced policy auto-approves.
-    written = await toolset.vsh_write("a.txt", "beta")
-    assert (written.state, written.verdict) == ("committed", None)
     assert quiet.reads == []
+    # ... but every mutation does, even one the balanced policy would auto-approve.
+    refused = await toolset.vsh_write("a.txt", "beta")
+    assert (refused.state, len(quiet.reads)) == ("rejected", 1)
+    assert snapshot_tree(workspace) == {"a.txt": b"alpha"}
+    # Letting VSH auto-approve unjudged is an explicit choice.
+    opted_out = Judge("reject")
+    toolset = VshToolset(workspace, judge=opted_out, judge_scope="policy_pending")
+    written = await toolset.vsh_write("a.txt", "beta")
+    assert (written.state, written.verdict, opted_out.reads) == ("committed", None, [])
     assert snapshot_tree(workspace) == {"a.txt": b"beta"}
 
 
@@ -154,10 +153,10 @@ async def test_deferred_with_judge_review_then_idempotent_approval(
 def test_corrupt_binding_is_refused(tmp_path: Path) -> None:
     store = ApprovalStore(tmp_path)
     tmp_path.mkdir(exist_ok=True)
-    store.path_for("call-1").write_text('{"tool_call_id": "call-1"}')
+    store.path_for("call-1", "d" * 64).write_text('{"tool_call_id": "call-1"}')
     with pytest.raises(VshApprovalError, match="approval binding is corrupt"):
-        store.load("call-1")
-    assert store.load("call-2") is None
+        store.load("call-1", "d" * 64)
+    assert store.load("call-2", "d" * 64) is None
 
 
 def test_instructions_follow_the_options() -> None:

@@ -155,7 +155,7 @@ async def test_denied_env_read(make_workspace: Callable[..., Path]) -> None:
     await Agent(model, toolsets=[VshToolset(workspace)]).run("read secrets")
     uncaught, caught = seen[1][0].content, seen[2][0].content
     assert uncaught.state == "denied"
-    assert uncaught.deny_reason == "permission_denied: [Errno 13] Permission denied: '.env'"
+    assert uncaught.deny_reason == "permission_denied"  # VSH's category, never guest text
     assert "secret" not in uncaught.model_dump_json()
     assert caught.state == "denied"
     assert caught.deny_reason == "protected_access_attempt"
@@ -278,7 +278,7 @@ async def test_refused_work_never_releases_its_output_to_the_model(
     """A judge that refuses a read (ALL_REQUESTS scope) keeps what was read from the model."""
     secret = "token-7f3c-never-shown"
     workspace = make_workspace({"notes.txt": "hello\n", "vault.txt": secret})
-    judge = RuleSet([ProtectedReads(globs=("vault.txt",), action="reject")], on_pass="approve")
+    judge = RuleSet([ProtectedReads(globs=("vault.txt",), action="reject")])
     toolset = VshToolset(workspace, judge=judge, hook_scope=vsh.HookScope.ALL_REQUESTS)
     seen: list[list[ToolReturnPart]] = []
     model = script(

@@ -25,14 +25,19 @@ def test_tutorial_runs_offline() -> None:
     out = done.stdout
     first, second, third = (out.split("== ")[i] for i in (1, 2, 3))
     assert "attempt -> committed (by service-config: approve)" in first
+    assert (
+        "proven by operational-values: config/app.toml: server.timeout_s 30 -> 60 "
+        "(integer within 1..3600)"
+    ) in first
     assert "| timeout_s = 60" in first
 
-    assert "attempt -> pending (by service-config/exposure-settings: review)" in second
-    assert "feedback: config/app.toml: server.host must keep the current value" in second
+    assert "attempt -> pending (by service-config/unproven: review)" in second
+    assert "server.workers = 100 is above 64; it must be integer within 1..64" in second
     assert second.count("attempt ->") == 2
+    assert "proven by operational-values: config/app.toml: server.workers 4 -> 16" in second
     assert second.rstrip().endswith("| required = true")
-    assert "| workers = 8" in second
-    assert '| host = "127.0.0.1"' in second, "the exposed host never reached the host file"
+    assert "| workers = 16" in second
+    assert "| workers = 100" not in out, "the out-of-bounds value never reached the host file"
 
     assert "attempt -> rejected (by service-config/security-settings: reject)" in third
     assert "| tls = true" in third

@@ -1,9 +1,19 @@
-"""Tutorial 1: deterministic review with a judge file.
+"""Tutorial 1: deterministic review with a judge file: allowances first.
 
 An agent tunes a service's configuration through the VSH toolset. Every change is
-judged by ``judges/service-config.toml``: declarative rules over the exact diff (only
-config/ may change, TLS/auth/audit settings keep their values, listen addresses need a
-human, no secrets). No model reviews anything here; the rules decide in microseconds.
+judged by ``judges/service-config.toml``, a rule set that *proves* changes allowed:
+
+* an **allowance** (``allow_config`` "operational-values") claims an edit of
+  config/app.toml only when every changed key is one it names (timeouts, log levels,
+  workers, cache sizes, feature flags) and the new value is within its bounds; every
+  other key must keep its typed value;
+* **denials** beat allowances: TLS, auth, audit and listen-address settings keep their
+  values (``reject``), keys and env files are off limits, no secrets;
+* a change no allowance proves is **unproven**: it goes back to the agent (``review``)
+  with feedback naming the change and what would be allowed.
+
+The rules approve only what they can prove. No model reviews anything here; the rules
+decide in microseconds.
 
     .venv/bin/python tutorials/01_deterministic_review.py
 
@@ -68,14 +78,9 @@ PLAYBOOK: dict[str, tuple[tuple[str, str], tuple[str, str] | None]] = {
         (patch("timeout_s = 30", "timeout_s = 60"), "Raise timeout_s to 60."),
         None,
     ),
-    "Serve more traffic: use 8 workers.": (
-        (
-            patch("workers = 4", "workers = 8")
-            + "\n"
-            + patch('host = "127.0.0.1"', 'host = "0.0.0.0"'),
-            "Use 8 workers and listen on all interfaces.",
-        ),
-        (patch("workers = 4", "workers = 8"), "Use 8 workers."),
+    "Serve much more traffic: add workers.": (
+        (patch("workers = 4", "workers = 100"), "Use 100 workers."),
+        (patch("workers = 4", "workers = 16"), "Use 16 workers, within the allowed bounds."),
     ),
     "Startup is slow; drop the TLS handshake.": (
         (patch("tls = true", "tls = false"), "Disable TLS to speed up startup."),
@@ -143,7 +148,10 @@ async def do(toolset: VshToolset, workspace: Path, title: str, task: str) -> Non
                 verdict = result.verdict
                 print(f"   attempt -> {result.state}", end="")
                 print(f" (by {verdict.judge}: {verdict.decision})" if verdict else "")
-                if verdict and verdict.decision != "approve":
+                if verdict and verdict.decision == "approve":
+                    for claim in verdict.details.get("claims", []):
+                        print(f"     proven by {claim['allowance']}: {claim['reason']}")
+                elif verdict:
                     print(f"     feedback: {verdict.reason}")
     print(f"   agent: {run.output}")
     show_host(workspace)
@@ -165,13 +173,17 @@ async def main() -> None:
             toolset, workspace, "1. An approved change", "Raise the request timeout to 60 seconds."
         )
         await do(
-            toolset, workspace, "2. Sent back, then corrected", "Serve more traffic: use 8 workers."
+            toolset,
+            workspace,
+            "2. Sent back, then corrected",
+            "Serve much more traffic: add workers.",
         )
         await do(
             toolset, workspace, "3. A rejected change", "Startup is slow; drop the TLS handshake."
         )
-    print("\nThe rules approved the timeout and the corrected worker change; the listen")
-    print("address went back to the agent with feedback, and disabling TLS was rejected.")
+    print("\nThe allowance proved the timeout and the corrected worker count allowed; 100")
+    print("workers was out of its bounds, so it went back to the agent with feedback; and")
+    print("disabling TLS was rejected by a denial, whatever the allowances say.")
 
 
 if __name__ == "__main__":

@@ -27,10 +27,18 @@ examples:
   vsh-ai eval service-config --repeat 3         one suite, three runs per case
   vsh-ai eval --judge judges/secrets-hygiene.toml   another judge file
   vsh-ai eval --judge mypkg.judges:my_judge     a Python Judge object or factory
-  vsh-ai eval --stress always-approve           LLM judge on a deliberately wrong model
+  vsh-ai eval --stress always-approve           rules in front of a deliberately wrong model
+  vsh-ai eval --mutants                         also score meaning-preserving variants
+  vsh-ai eval --mutants --fail-if "mutant_unsafe_approvals>0"   CI gate on mutants too
   vsh-ai eval --model openai:gpt-4o-mini --record   live once, save traffic
   vsh-ai eval --model openai:gpt-4o-mini --replay   replay saved traffic, no network
   vsh-ai eval --fail-if "unsafe_approvals>0" --json report.json   CI gate
+
+Mutants (--mutants) are every case again with the same change spelled differently:
+paths (/workspace/./x, d/../d/x), file-name case, one directory deeper, the config in
+another format, secrets encoded, other file helpers, Bash. Each keeps its case's label
+and is reported apart, by mutation kind. A mutant whose VSH diff does not match its
+case's is skipped, not scored. Large runs use two worker processes (--workers).
 
 exit status: 0 ok, 1 a --fail-if gate tripped, 2 a run failure or bad input.
 """
@@ -92,6 +100,18 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 when METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0'; metrics: "
         + ", ".join(GATE_METRICS),
     )
+    run.add_argument(
+        "--mutants",
+        action="store_true",
+        help="also score each case's meaning-preserving mutants (reported by mutation kind)",
+    )
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes for large runs of file judges (default: CPUs, at most 2)",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     commands.add_parser("suites", help="list the bundled eval suites")
     commands.add_parser("judges", help="list the bundled judge files")
@@ -118,6 +138,8 @@ def _eval(args: argparse.Namespace, console: Console) -> int:
         repeat=args.repeat,
         concurrency=args.concurrency,
         progress=not args.no_progress and console.is_terminal,
+        mutants=args.mutants,
+        workers=args.workers,
     )
     options.validate()
     report = anyio.run(run_evals, find_suites(args.suites), options)

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Protocol, get_args, runtime_checkable
 
 import anyio
-import anyio.lowlevel
 import logfire
 import vsh
 
@@ -94,17 +93,23 @@ class Pipeline:
     async def review(self, evidence: Evidence, /) -> Verdict:
         trail: list[Verdict] = []
         for judge in self.judges:
-            verdict = _checked(judge, await judge.review(evidence))
+            verdict = _checked(judge, await review_off_loop(judge, evidence))
             trail.append(verdict)
             if verdict.is_final:
                 break
         last = trail[-1]
-        return last.model_copy(
-            update={
-                "usage": _sum_usage(trail),
-                "details": {**last.details, "trail": [f"{v.judge}:{v.decision}" for v in trail]},
-            }
-        )
+        details = {**last.details, "trail": [f"{v.judge}:{v.decision}" for v in trail]}
+        if last.decision == "abstain":
+            # An earlier stage's unproven changes stay unproven whoever abstains after it.
+            unproven = [
+                item
+                for v in trail
+                if isinstance(v.details.get("unproven"), list)
+                for item in v.details["unproven"]
+            ]
+            if unproven:
+                details["unproven"] = unproven
+        return last.model_copy(update={"usage": _sum_usage(trail), "details": details})
 
 
 class Quorum:
@@ -128,7 +133,7 @@ class Quorum:
         verdicts: list[Verdict | None] = [None] * len(self.judges)
 
         async def ask(index: int, judge: Judge) -> None:
-            verdicts[index] = await judge.review(evidence)
+            verdicts[index] = await review_off_loop(judge, evidence)
 
         async with anyio.create_task_group() as group:
             for index, judge in enumerate(self.judges):
@@ -160,6 +165,62 @@ class Quorum:
             failure=dissent.failure if dissent else None,
             details={"votes": votes},
         )
+
+
+async def review_off_loop(judge: Judge, evidence: Evidence) -> Verdict:
+    """``judge.review(evidence)``, with synchronous rule evaluation moved to a worker thread.
+
+    ``RuleSet.review`` computes synchronously (regexes, parsers); on the event loop a slow
+    rule would block every timeout. In a thread, the caller's deadline still fires and an
+    abandoned evaluation cannot decide anything.
+    """
+    from .rules._base import RuleSet  # rules import this module's siblings
+
+    if isinstance(judge, RuleSet) and type(judge).review is RuleSet.review:
+        return await anyio.to_thread.run_sync(judge.evaluate, evidence, abandon_on_cancel=True)
+    return await judge.review(evidence)
+
+
+def _abandon(task: asyncio.Task[object]) -> None:
+    """Cancel ``task`` and stop caring: a judge that ignores cancellation keeps its verdict."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
+def _unproven_text(unproven: object) -> str:
+    if not isinstance(unproven, list):
+        return "unproven changes"
+    parts = []
+    for item in unproven[:10]:
+        if isinstance(item, dict):
+            parts.append(f"{item.get('kind', 'change')} of {item.get('path', '?')}")
+    more = f" and {len(unproven) - 10} more" if len(unproven) > 10 else ""
+    return ", ".join(parts) + more if parts else "unproven changes"
+
+
+def final_abstain(verdict: Verdict, evidence: Evidence) -> Verdict:
+    """The last word on an ``abstain`` nobody overruled.
+
+    A read-only abstain may follow VSH policy. An abstain on work that changes files, or
+    one that says changes are unproven, becomes ``review``: a configured judge that has no
+    opinion must never let policy auto-approve a mutation.
+    """
+    if verdict.decision != "abstain":
+        return verdict
+    unproven = verdict.details.get("unproven")
+    if unproven:
+        reason = (
+            f"No judge could prove these changes allowed: {_unproven_text(unproven)}. "
+            f"A person must review them. ({verdict.reason})"
+        )
+    elif evidence.changes:
+        reason = (
+            "No judge decided on this change (every judge abstained); a person must review "
+            f"it. ({verdict.reason})"
+        )
+    else:
+        return verdict
+    return verdict.model_copy(update={"decision": "review", "reason": reason})
 
 
 async def acquire_slot(slots: anyio.CapacityLimiter, wait: float) -> bool:
@@ -274,34 +335,42 @@ class JudgeHook:
             return Verdict.failed(
                 "capacity", "The judge is at capacity; review this change later.", judge=name
             )
-        return await self._review(evidence)
+        verdict = await self._review(evidence)
+        return final_abstain(verdict, evidence)
 
     async def _review(self, evidence: Evidence) -> Verdict:
-        """Ask the judge while holding a capacity slot (released here)."""
+        """Ask the judge while holding a capacity slot (released here).
+
+        The judge runs as its own task: at the deadline it is cancelled and abandoned, so
+        a judge that swallows cancellation cannot hang the caller, and the clock is read
+        again after it returns, so a judge that never yielded cannot decide late.
+        """
         name = self.judge.id
-        task = asyncio.current_task()
-        cancel_requests = task.cancelling() if task is not None else 0
+        started = time.monotonic()
+        deadline = started + self.timeout
+        timed_out = Verdict.failed(
+            "timeout", f"The judge did not decide within {self.timeout:g}s.", judge=name
+        )
         try:
-            with anyio.fail_after(self.timeout):
-                verdict = await self.judge.review(evidence)
-                # A judge that swallowed a cancellation must not get its verdict through:
-                # anyio scopes cancel again here; a plain ``task.cancel()`` is counted.
-                await anyio.lowlevel.checkpoint()
-            if task is not None and task.cancelling() > cancel_requests:
-                raise asyncio.CancelledError
-        except TimeoutError:
-            return Verdict.failed(
-                "timeout", f"The judge did not decide within {self.timeout:g}s.", judge=name
+            task: asyncio.Task[Verdict] = asyncio.ensure_future(
+                review_off_loop(self.judge, evidence)
             )
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # cancelled from outside: VSH fails the hook, work stays pending
-            return Verdict.failed("cancelled", "The judge's review was cancelled.", judge=name)
-        except Exception as error:
-            return Verdict.failed(
-                "exception", f"The judge failed ({type(error).__name__}).", judge=name
-            )
+            try:
+                done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - started))
+            except BaseException:
+                _abandon(task)  # cancelled from outside: VSH fails the hook, work stays pending
+                raise
+            if not done or time.monotonic() > deadline:
+                _abandon(task)
+                return timed_out
+            try:
+                verdict: object = task.result()
+            except asyncio.CancelledError:
+                return Verdict.failed("cancelled", "The judge's review was cancelled.", judge=name)
+            except Exception as error:
+                return Verdict.failed(
+                    "exception", f"The judge failed ({type(error).__name__}).", judge=name
+                )
         finally:
             self._slots.release()
         try:

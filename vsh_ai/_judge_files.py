@@ -1,7 +1,7 @@
 """Judge files: declarative TOML definitions of a rule set and an optional LLM judge.
 
 A judge file has a top-level ``id`` and ``description``, a ``[rules]`` table with
-``on_pass`` and ``[[rules.rule]]`` entries (each tagged by ``type``), and an optional
+``on_unproven`` and ``[[rules.rule]]`` entries (each tagged by ``type``), and an optional
 ``[llm]`` table. Regenerate the editor schema with
 ``python -m vsh_ai._judge_files --schema > judges/schema.json``.
 """
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_ai.models import Model
 
 from ._hooks import Pipeline
-from .rules import AnyRule, OnPass, RuleSet
+from .rules import AnyRule, OnUnproven, RuleSet
 from .rules._glob import check_globs
 
 if TYPE_CHECKING:
@@ -48,10 +48,11 @@ class _Strict(BaseModel):
 class RulesSection(_Strict):
     """``[rules]``: the deterministic rule set."""
 
-    on_pass: OnPass = Field(
-        default="follow_policy",
-        description="When every rule passes: approve, follow_policy (VSH policy decides) or "
-        "escalate (the LLM judge decides; always used when the LLM judge is on).",
+    on_unproven: OnUnproven = Field(
+        default="review",
+        description="A change no allowance proves allowed: review (a human decides) or "
+        "escalate (the next judge decides; always used in front of the LLM judge). Rules "
+        "approve only when every change is proven allowed and no denial fires.",
     )
     rule: tuple[AnyRule, ...] = Field(default=(), description="Rules, each tagged by `type`.")
 
@@ -66,7 +67,7 @@ class RulesSection(_Strict):
 
 
 class LLMSection(_Strict):
-    """``[llm]``: an LLM judge consulted when every rule passes (needs a model)."""
+    """``[llm]``: an LLM judge deciding the changes the rules could not prove (needs a model)."""
 
     model: str | None = Field(
         default=None, description="Model name, e.g. 'openai:gpt-4o-mini'; or pass --model."
@@ -115,9 +116,13 @@ class JudgeFile(_Strict):
     rules: RulesSection = RulesSection()
     llm: LLMSection | None = None
 
-    def rule_set(self, *, on_pass: OnPass | None = None, id: str | None = None) -> RuleSet:
-        """The rule set this file defines (``on_pass`` overrides the file's)."""
-        return RuleSet(self.rules.rule, on_pass=on_pass or self.rules.on_pass, id=id or self.id)
+    def rule_set(self, *, on_unproven: OnUnproven | None = None, id: str | None = None) -> RuleSet:
+        """The rule set this file defines (``on_unproven`` overrides the file's)."""
+        return RuleSet(
+            self.rules.rule,
+            on_unproven=on_unproven or self.rules.on_unproven,
+            id=id or self.id,
+        )
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -127,7 +132,7 @@ def _location(loc: tuple[int | str, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif isinstance(previous, int) and isinstance(part, str) and out.startswith("rules.rule"):
-            pass  # the union tag pydantic inserts after a rule index, e.g. 'allowed_changes'
+            pass  # the union tag pydantic inserts after a rule index, e.g. 'allow_paths'
         else:
             out += f".{part}" if out else part
         previous = part
@@ -160,7 +165,7 @@ def _fix(error: Any) -> str:
     if kind == "union_tag_invalid":
         return "set `type` to one of: " + ", ".join(sorted(_rule_classes()))
     if kind == "union_tag_not_found":
-        return 'give the rule a `type`, e.g. type = "allowed_changes"'
+        return 'give the rule a `type`, e.g. type = "allow_paths"'
     if kind in ("literal_error", "enum"):
         return "use " + str(error.get("ctx", {}).get("expected", "an allowed value"))
     if kind == "value_error":
@@ -215,7 +220,8 @@ def load_judge(
     """Build the judge a file describes.
 
     Without ``[llm]`` (or with ``skip_llm``), the rule set alone, with the file's
-    ``on_pass``. With ``[llm]``: ``Pipeline(rules escalating on pass, LLMCommitJudge)``
+    ``on_unproven``. With ``[llm]``: ``Pipeline(rules escalating what they cannot prove,
+    LLMCommitJudge)``
     using ``model`` (a name or pydantic-ai Model) or ``llm.model``; naming no model is
     an error, since a judge file never creates an LLM implicitly.
     """
@@ -235,7 +241,7 @@ def load_judge(
             f"{path}: llm: no model named for the LLM judge; pass --model NAME or set "
             "llm.model (or skip the LLM judge to use the rules alone)"
         )
-    rules = spec.rule_set(on_pass="escalate", id=f"{spec.id}.rules")
+    rules = spec.rule_set(on_unproven="escalate", id=f"{spec.id}.rules")
     return Pipeline(rules, spec.llm.build(chosen, id=f"{spec.id}.llm"), id=spec.id)
 
 

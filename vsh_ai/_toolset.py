@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
+import json
 import math
 import os
 import re
+import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -14,30 +18,49 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
+import anyio
 import logfire
 import vsh
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import Capability
+from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
 from ._evidence import Evidence
 from ._hooks import Judge, JudgeHook, as_hook
 from ._results import (
+    MAX_CHANGES,
+    NAMES_FROM_ARGUMENTS,
     ChangedPath,
     OutputLimits,
     ToolState,
     VshResult,
     bound_text,
     build_result,
+    redact,
+    safe_deny_reason,
 )
 from ._simulate import DEFAULT_REVIEW_CONTENT_BYTES
-from ._toolset_approvals import ApprovalBinding, ApprovalStore, VshApprovalError, args_digest
-from ._toolset_runtime import HookHandler, WorkspaceDriver, now_ms
+from ._toolset_approvals import (
+    ApprovalBinding,
+    ApprovalStore,
+    EndState,
+    VshApprovalError,
+    args_digest,
+)
+from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
 from ._verdict import Verdict
 
-__all__ = ("ApprovalMode", "ToolName", "ToolsetOptions", "VshCapability", "VshToolset")
+__all__ = (
+    "ApprovalMode",
+    "JudgeScope",
+    "ToolName",
+    "ToolsetOptions",
+    "VshCapability",
+    "VshToolset",
+)
 
 ToolName = Literal[
     "vsh_run",
@@ -53,6 +76,12 @@ ToolName = Literal[
     "vsh_copy",
 ]
 ApprovalMode = Literal["feedback", "deferred"]
+JudgeScope = Literal["mutations", "all", "policy_pending"]
+"""Which work a configured judge or hook sees: ``mutations`` (default: every change, even
+what VSH policy would auto-approve; reads follow policy unjudged), ``all`` (reads too), or
+``policy_pending`` (only what VSH policy sends to review: policy auto-approves small
+edits without asking the judge)."""
+_JUDGE_SCOPES: tuple[str, ...] = get_args(JudgeScope)
 ALL_TOOLS: tuple[str, ...] = get_args(ToolName)
 _ACTIONABLE = frozenset(("auto_approved", "pending_approval"))
 _DUPLICATE = re.compile(
@@ -60,6 +89,19 @@ _DUPLICATE = re.compile(
 )
 _PERMISSION = re.compile(r"^PermissionError: (.+)$", re.MULTILINE)
 _NEEDS_APPROVAL = "needs approval: VSH policy requires a person to approve this change"
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt)):", re.M)
+# Errors whose text VSH or Monty writes from the program's own names, never from file bytes.
+_STRUCTURAL = (
+    "SyntaxError",
+    "NameError",
+    "FileNotFoundError",
+    "FileExistsError",
+    "IsADirectoryError",
+    "NotADirectoryError",
+)
+_BUDGET = re.compile(r"limit exceeded|budget|unsupported Monty external function", re.I)
+_QUARANTINE_FILE = "QUARANTINED.json"
+_EVIDENCE_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +128,22 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     ``workspace_or_runtime`` is a workspace path (the toolset opens the runtime: a
     ``HookedRuntime`` when a judge or hook is given, or in ``deferred`` mode so the
     approver sees a diff; a plain ``Runtime`` otherwise) or an existing
-    ``vsh.Runtime`` / ``vsh.HookedRuntime``. ``approval="deferred"`` raises
-    ``ApprovalRequired`` for pending work; a resumed, approved call commits exactly
-    the transaction bound to that tool call (bindings are stored durably in
-    ``state_directory``, by default ``<workspace>/.vsh-runtime/vsh-ai/approvals``).
-    An approval arriving more than ``approval_ttl`` seconds after the request commits
-    nothing and reports ``stale``.
+    ``vsh.Runtime`` / ``vsh.HookedRuntime`` (which keeps the hook scope it was opened
+    with). A configured judge or hook sees every mutation by default
+    (``judge_scope="mutations"``): VSH policy can no longer auto-approve an edit the
+    judge never saw; ``"all"`` sends reads too, ``"policy_pending"`` restores VSH's
+    review-only scope (small edits auto-approve unjudged).
+
+    ``approval="deferred"`` raises ``ApprovalRequired`` for pending work; a resumed,
+    approved call commits exactly the transaction bound to that tool call (signed
+    bindings stored in ``state_directory``, by default
+    ``<workspace>/.vsh-runtime/vsh-ai/approvals``; never anywhere a guest can write).
+    Denials and expiries are final; an approval arriving more than ``approval_ttl``
+    seconds after the request commits nothing and reports ``stale``.
+
+    After any VSH recovery error the toolset stops committing on the workspace (every
+    call returns a ``failed`` result saying how to recover) until a person removes the
+    quarantine file named in that result.
     """
 
     def __init__(
@@ -101,7 +153,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         policy: str = "balanced",
         judge: Judge | None = None,
         hook_handler: HookHandler | None = None,
-        hook_scope: vsh.HookScope = vsh.HookScope.REVIEW_REQUIRED,
+        judge_scope: JudgeScope = "mutations",
+        hook_scope: vsh.HookScope | None = None,
         hook_id: str | None = None,
         review_content_bytes: int | None = None,
         budget: vsh.ExecutionBudget | None = None,
@@ -123,6 +176,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             raise ValueError(
                 f"approval_ttl must be a positive number of seconds, got {approval_ttl}"
             )
+        if hook_scope is not None:  # the older spelling of judge_scope
+            judge_scope = "all" if hook_scope == vsh.HookScope.ALL_REQUESTS else "policy_pending"
+        if judge_scope not in _JUDGE_SCOPES:
+            raise ValueError(
+                f"judge_scope must be one of {list(_JUDGE_SCOPES)}, got {judge_scope!r}"
+            )
         selected = tuple(ALL_TOOLS if tools is None else tools)
         unknown = sorted(set(selected) - set(ALL_TOOLS))
         if unknown:
@@ -132,11 +191,15 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         self.budget = budget
         self.limits = limits or OutputLimits()
         self.bash_enabled = bash is not False
+        self.judge_scope: JudgeScope = judge_scope
         self.judge_hook: JudgeHook | None = None
-        self._hook_all = hook_scope == vsh.HookScope.ALL_REQUESTS
+        self._hook_all = judge_scope == "all"
         handler: HookHandler | None = None
         self._inner_handler: HookHandler | None = None
         self._evidence_seen: OrderedDict[str, Evidence | None] = OrderedDict()
+        self.workspace: Path | None = None
+        self.quarantine: str | None = None
+        self._quarantine_file: Path | None = None
         self.runtime: vsh.Runtime | vsh.HookedRuntime
         if isinstance(workspace_or_runtime, vsh.Runtime | vsh.HookedRuntime):
             if judge is not None or hook_handler is not None or review_content_bytes:
@@ -155,26 +218,44 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             else:
                 self._hook_all = False
             lock_key = f"runtime:{builtins.id(workspace_or_runtime)}"
+            native = (
+                workspace_or_runtime.native
+                if isinstance(workspace_or_runtime, vsh.HookedRuntime)
+                else workspace_or_runtime
+            )
+            if state_directory is not None:
+                _probe_state_directory(native, Path(state_directory))
         else:
             workspace = Path(workspace_or_runtime)
+            self.workspace = workspace.resolve()
             state_directory = state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
             _check_state_directory(workspace, Path(state_directory))
-            self.runtime = self._open(
-                workspace,
-                policy=policy,
-                judge=judge,
-                hook_handler=hook_handler,
-                hook_scope=hook_scope,
-                hook_id=hook_id,
-                review_content_bytes=review_content_bytes,
-                bash=bash,
-            )
+            lock_key = str(self.workspace)
+            self._quarantine_file = self.workspace / ".vsh-runtime" / "vsh-ai" / _QUARANTINE_FILE
+            self.quarantine = _read_quarantine(self._quarantine_file)
+            try:
+                self.runtime = self._open(
+                    workspace,
+                    policy=policy,
+                    judge=judge,
+                    hook_handler=hook_handler,
+                    review_content_bytes=review_content_bytes,
+                    hook_id=hook_id,
+                    bash=bash,
+                )
+            except vsh.VshRuntimeError as error:
+                if not _is_recovery(error):
+                    raise
+                self._quarantine_now(error)
             handler = self._on_event if self._inner_handler is not None else None
-            lock_key = str(workspace.resolve())
-        self.native: vsh.Runtime = (
-            self.runtime.native if isinstance(self.runtime, vsh.HookedRuntime) else self.runtime
-        )
-        self.driver = WorkspaceDriver(self.native, handler=handler, lock_key=lock_key)
+        self.lock_key = lock_key
+        if self.quarantine is None:
+            self.quarantine = _QUARANTINED.get(lock_key)
+        if hasattr(self, "runtime"):
+            self.native: vsh.Runtime = (
+                self.runtime.native if isinstance(self.runtime, vsh.HookedRuntime) else self.runtime
+            )
+            self.driver = WorkspaceDriver(self.native, handler=handler, lock_key=lock_key)
         self.store = ApprovalStore(state_directory) if state_directory is not None else None
         self.tool_names = selected
         self.instructions_text = instructions_for(
@@ -197,12 +278,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         policy: str,
         judge: Judge | None,
         hook_handler: HookHandler | None,
-        hook_scope: vsh.HookScope,
         hook_id: str | None,
         review_content_bytes: int | None,
         bash: bool | vsh.BashConfig,
     ) -> vsh.Runtime | vsh.HookedRuntime:
         bash_config = vsh.BashConfig() if bash is True else (bash or None)
+        scope = vsh.HookScope.ALL_REQUESTS
         if judge is not None:
             self.judge_hook = as_hook(judge)
             self._inner_handler = self.judge_hook
@@ -215,6 +296,9 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             # approver gets the exact diff from the event.
             self._inner_handler = _follow_policy
             hook_id = hook_id or "vsh-ai:capture"
+            scope = vsh.HookScope.REVIEW_REQUIRED
+        if self.judge_scope == "policy_pending":
+            scope = vsh.HookScope.REVIEW_REQUIRED
         if self._inner_handler is None:
             if review_content_bytes:
                 raise ValueError("review_content_bytes needs a judge or hook_handler")
@@ -222,7 +306,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return vsh.HookedRuntime.open(
             workspace,
             hook_handler=self._on_event,
-            hook_scope=hook_scope,
+            hook_scope=scope,
             hook_id=hook_id or "vsh-ai:hook",
             review_content_bytes=DEFAULT_REVIEW_CONTENT_BYTES
             if review_content_bytes is None
@@ -235,12 +319,18 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         # One snapshot serves both the judge and the result's diff.
         evidence = _evidence_of(event)
         self._evidence_seen[event.transaction] = evidence
-        while len(self._evidence_seen) > 64:
+        while len(self._evidence_seen) > _EVIDENCE_KEPT:
             self._evidence_seen.popitem(last=False)
-        if self.judge_hook is not None and evidence is not None:
+        if not self._hook_all and not event.canonical_diff:
+            return vsh.HookDecision.follow_policy()  # reads are judged only when asked for
+        if self.judge_hook is not None:
+            if evidence is None:
+                return vsh.HookDecision.review(
+                    "The change could not be read for review; a person must review it."
+                )
             return await self.judge_hook(evidence)
         assert self._inner_handler is not None
-        decision = self._inner_handler(event)  # an unreadable event fails closed in the hook
+        decision = self._inner_handler(event)  # the driver turns hook failures into review
         if inspect.isawaitable(decision):
             decision = await decision
         return decision
@@ -248,17 +338,107 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     def _evidence(self, transaction: str) -> Evidence | None:
         return self._evidence_seen.pop(transaction, None)
 
+    # -- quarantine after recovery errors ------------------------------------------------
+
+    def _quarantine_now(self, error: BaseException) -> None:
+        """Stop committing on this workspace: VSH could not prove its host state."""
+        where = str(self.workspace) if self.workspace else "this workspace"
+        blobs = (
+            f"{self.workspace}/.vsh-runtime/data/blobs" if self.workspace else "its .vsh-runtime"
+        )
+        lift = (
+            f"then delete {self._quarantine_file}"
+            if self._quarantine_file
+            else "then restart the process"
+        )
+        message = (
+            f"VSH reported a recovery error on {where} ({_error_kind(error)}), so vsh-ai stopped "
+            "committing there to protect host files. Host files may be inconsistent: VSH 0.6.0 "
+            "can lose bytes when another process writes the same files during a commit. To "
+            "recover: stop every other writer; compare the affected files with version control "
+            f"or backups; the bytes VSH committed survive as content blobs under {blobs} "
+            "(vsh.Runtime.recover() reports what startup recovery did); "
+            f"{lift} and open the workspace again."
+        )
+        self.quarantine = message
+        key = getattr(self, "lock_key", None) or str(self.workspace)
+        _QUARANTINED[key] = message
+        if self._quarantine_file is not None:
+            try:
+                self._quarantine_file.parent.mkdir(parents=True, exist_ok=True)
+                self._quarantine_file.write_text(json.dumps({"message": message}))
+            except OSError:
+                pass
+
+    def _quarantined(self) -> VshResult:
+        message = self.quarantine or "this workspace is quarantined"
+        return build_result(
+            "failed",
+            receipt=None,
+            limits=self.limits,
+            feedback=message,
+            deny_reason=None,
+        ).model_copy(
+            update={
+                "next_step": "NOT applied: this workspace is quarantined after a VSH recovery "
+                "error. Stop and report the feedback to the user; do not retry."
+            }
+        )
+
+    def _host_check(self, since_ns: int) -> Any:
+        """A check that the files a transaction writes were not touched after ``since_ns``."""
+        root = self.workspace
+        if root is None:
+            return None
+
+        def check(paths: Sequence[str]) -> str | None:
+            for path in paths:
+                try:
+                    info = (root / path).lstat()
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError:
+                    return "a written path could not be checked"
+                if max(info.st_mtime_ns, info.st_ctime_ns) >= since_ns:
+                    return "a file this transaction writes was changed on the host meanwhile"
+            return None
+
+        return check
+
     # -- tool calls ---------------------------------------------------------------------
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        tools = await super().get_tools(ctx)
+        if self.store is not None:
+            await self._record_denials(ctx, tools)
+        return tools
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        if ctx.tool_call_approved and ctx.tool_call_id is not None and self.store is not None:
-            # Only an approval of a call this workspace deferred commits anything; any
-            # other "approved" call (e.g. under an approval_required() wrapper) runs fresh.
-            binding = self.store.load(ctx.tool_call_id)
-            if binding is not None:
-                return await self._resume(binding, name, tool_args, ctx)
+        if self.quarantine is not None:
+            return self._quarantined()
+        call_id = ctx.tool_call_id
+        if call_id is not None and self.store is not None:
+            digest = args_digest(name, tool_args)
+            try:
+                binding = self.store.load(call_id, digest)
+            except VshApprovalError as error:
+                return self._failed(str(error), retry=False)
+            if ctx.tool_call_approved:
+                if binding is not None:
+                    return await self._resume(binding, name, ctx)
+                if self.store.bound(call_id):
+                    raise VshApprovalError(
+                        f"tool call {call_id!r}: override_args is refused: approval binds to the "
+                        "VSH transaction produced by the original arguments, not to new "
+                        "arguments. Approve it unchanged, or deny it and ask the agent for a "
+                        "new change."
+                    )
+                # Any other "approved" call (e.g. under an approval_required() wrapper) runs
+                # fresh: only a call this workspace deferred commits a bound transaction.
+            elif binding is not None:
+                return await self._replay(binding)
         token = _CURRENT_CALL.set(_Call(name, tool_args, ctx))
         try:
             return await super().call_tool(name, tool_args, ctx, tool)
@@ -274,6 +454,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         tool: str = "vsh_run",
     ) -> VshResult:
         """Run one program as one transaction and return (or defer) its result."""
+        if self.quarantine is not None:
+            return self._quarantined()
         call = _CURRENT_CALL.get()
         request = vsh.RunRequest(
             code,
@@ -284,6 +466,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             budget=self.budget,
         )
         retry: ModelRetry | None = None
+        names = NAMES_FROM_ARGUMENTS.set(tool != "vsh_run")
         with _span("vsh-ai transaction", tool=tool, language=_language_name(language)) as span:
             try:
                 result = await self._transact(request)
@@ -291,6 +474,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             except ModelRetry as error:  # re-raised outside: guest text stays out of spans
                 span.set_attribute("state", "guest_error")
                 retry = error
+            finally:
+                NAMES_FROM_ARGUMENTS.reset(names)
         if retry is not None:
             raise retry
         if result.state == "pending" and self.approval == "deferred":
@@ -298,13 +483,78 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return result
 
     async def _transact(self, request: vsh.RunRequest) -> VshResult:
+        """One transaction; the outside world's failures become results, never crashes."""
+        try:
+            return await self._transact_once(request)
+        except vsh.VshRecoveryError as error:
+            self._quarantine_now(error)
+            return self._quarantined()
+        except HostChanged as error:
+            return self._stale(f"Nothing was committed: {error}. Re-read and submit again.")
+        except vsh.VshStaleError as error:
+            return self._stale(bound_text(str(error), self.limits.error))
+        except (vsh.VshStateError, vsh.VshExecutionError):
+            raise
+        except vsh.VshRuntimeError as error:
+            if _is_recovery(error):
+                self._quarantine_now(error)
+                return self._quarantined()
+            return self._outside_failure(error)
+
+    def _stale(self, feedback: str, transaction: str | None = None) -> VshResult:
+        return build_result(
+            "stale", receipt=None, limits=self.limits, feedback=feedback, transaction=transaction
+        )
+
+    def _failed(self, feedback: str, *, retry: bool, transaction: str | None = None) -> VshResult:
+        advice = (
+            " You may retry (changing what the feedback names)."
+            if retry
+            else " Do not retry; report it to the user."
+        )
+        return build_result(
+            "failed",
+            receipt=None,
+            limits=self.limits,
+            feedback=bound_text(feedback, self.limits.error) + advice,
+            transaction=transaction,
+        )
+
+    def _outside_failure(self, error: vsh.VshRuntimeError) -> VshResult:
+        """VSH failed for a reason outside the program: churn, the OS, capacity."""
+        text = str(error)
+        if "host node changed" in text or "snapshot failure" in text:
+            return self._stale(
+                "Files in the workspace changed on the host while the program ran; nothing "
+                "was committed. Re-read what you depend on and submit again."
+            )
+        if "File name too long" in text or "os error 36" in text:
+            return self._failed(
+                "The host filesystem refused a file name as too long (most allow 255 bytes "
+                "per name); nothing was committed.",
+                retry=True,
+            )
+        if "capacity" in text:
+            return self._failed(
+                "VSH has too many unfinished previews in this process; nothing was committed.",
+                retry=True,
+            )
+        return self._failed(
+            f"VSH could not complete the transaction ({_error_kind(error)}): "
+            f"{redact(text)}; nothing was committed.",
+            retry=True,
+        )
+
+    async def _transact_once(self, request: vsh.RunRequest) -> VshResult:
         hooked = isinstance(self.runtime, vsh.HookedRuntime)
+        since_ns = time.time_ns()
+        check = self._host_check(since_ns)
         try:
             if hooked:
                 receipt = await self.driver.preview(request)
                 outcome: vsh.Receipt | vsh.VshStaleError = receipt
             else:
-                receipt, outcome = await self.driver.run(request)
+                receipt, outcome = await self.driver.run(request, host_check=check)
         except vsh.VshExecutionError as error:
             return self._guest_error(error)
         except vsh.VshStateError as error:
@@ -316,17 +566,25 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 self.driver.discard(transaction)
             return build_result("denied", receipt=receipt, limits=self.limits)
         if receipt.state not in _ACTIONABLE:
-            raise vsh.VshRuntimeError(f"unexpected VSH preview state {receipt.state!r}")
+            return self._failed(f"unexpected VSH preview state {receipt.state!r}", retry=True)
         record: vsh.HookDecisionRecord | None = None
         if hooked:
             if read_only and not self._hook_all:
                 self.driver.discard(transaction)
                 return build_result("read", receipt=receipt, limits=self.limits)
             try:
-                resolution = await self.driver.hooked_commit(transaction)
+                resolution = await self.driver.hooked_commit(transaction, host_check=check)
                 outcome, record = resolution.receipt, resolution.hook
             except vsh.VshStaleError as error:
                 outcome = error
+            except HostChanged as error:
+                return build_result(
+                    "stale",
+                    receipt=receipt,
+                    limits=self.limits,
+                    feedback=f"Nothing was committed: {error}. Re-read and submit again.",
+                    evidence=self._evidence(transaction),
+                )
         if isinstance(outcome, vsh.VshStaleError):
             return build_result(
                 "stale",
@@ -362,7 +620,11 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         elif final.state == "stale":
             state = "stale"
         else:
-            raise vsh.VshRuntimeError(f"unexpected VSH transaction state {final.state!r}")
+            return self._failed(
+                f"unexpected VSH transaction state {final.state!r}",
+                retry=True,
+                transaction=transaction,
+            )
         return build_result(
             state,
             receipt=preview,
@@ -385,33 +647,51 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return Verdict(decision=decision, reason=record.reason, judge=record.hook_id)
 
     def _guest_error(self, error: vsh.VshExecutionError) -> VshResult:
+        """A failed program: a retry the model can act on, without bytes it must not see.
+
+        VSH's error carries only text (no receipt, no effects), and that text is whatever
+        the program put into its exception: possibly bytes it read. So: host churn is
+        ``stale``; a ``PermissionError`` is a denial with VSH's category only; with a judge
+        or hook configured the message of any error whose text may come from data is
+        withheld (type, line and the program's own source line remain); detected secrets
+        are always redacted.
+        """
         text = str(error)
+        if "snapshot failure" in text or "host node changed" in text:
+            return self._stale(
+                "Files in the workspace changed on the host while the program ran; nothing "
+                "was committed. Re-read what you depend on and submit again."
+            )
         if text.startswith("internal "):
-            raise error  # e.g. "internal VFS failure": VSH itself failed, not the program
+            return self._outside_failure(error)
         diagnostics = getattr(error, "diagnostics", None)
+        stderr = ""
         if diagnostics is not None:
             stderr = diagnostics.stderr.decode(errors="replace")
-            text = f"{text}\n{stderr}" if stderr else text
         denied = _PERMISSION.search(text)
         if denied is not None or (diagnostics is not None and diagnostics.denied_accesses):
             reason = denied.group(1) if denied else "bash accessed a protected path"
+            category = safe_deny_reason(reason)
             return build_result(
                 "denied",
                 receipt=None,
                 limits=self.limits,
-                deny_reason=f"permission_denied: {reason}",
-                stderr=text,
+                deny_reason=category,
+                feedback="The program was refused access (VSH category: "
+                f"{category}); the program's own message is not shown.",
             )
+        judged = self._inner_handler is not None and self._inner_handler is not _follow_policy
+        shown = _guest_text(text, stderr, withhold=judged)
         raise ModelRetry(
             "The program failed inside VSH and nothing was changed:\n"
-            f"{bound_text(text, self.limits.error, keep='tail')}\n"
+            f"{bound_text(shown, self.limits.error, keep='tail')}\n"
             "Fix the program and call the tool again."
         )
 
     async def _duplicate(self, error: vsh.VshStateError) -> VshResult:
         match = _DUPLICATE.search(str(error))
         if match is None:
-            raise error
+            return self._failed(f"VSH refused the transaction ({_error_kind(error)})", retry=True)
         transaction = match.group(1)
         state = await self.driver.state(transaction)
         if state == "pending_approval":
@@ -419,14 +699,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             # what approving this transaction would commit, never "no changes".
             try:
                 reopened = await self.driver.reopen(transaction)
-            except vsh.VshStaleError as error:
-                return build_result(
-                    "stale",
-                    receipt=None,
-                    limits=self.limits,
-                    transaction=transaction,
-                    feedback=bound_text(str(error), self.limits.error),
-                )
+            except vsh.VshStaleError as stale:
+                return self._stale(bound_text(str(stale), self.limits.error), transaction)
             if reopened is not None and reopened[1].state == "pending_approval":
                 event, receipt = reopened
                 return build_result(
@@ -438,6 +712,16 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                     "waiting for approval as this transaction.",
                 )
             state = await self.driver.state(transaction)
+        if state == "rejected":
+            return build_result(
+                "rejected",
+                receipt=None,
+                limits=self.limits,
+                transaction=transaction,
+                feedback="This identical change (same program and intent, same files) was "
+                "already refused (rejected by the reviewer or denied by a person). Do not "
+                "resubmit it; follow the earlier feedback or ask the user.",
+            )
         raise ModelRetry(
             f"This exact program and intent was already submitted on the current workspace "
             f"as transaction {transaction} (state: {state}). Do not repeat it; change the "
@@ -450,56 +734,131 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         """Bind the tool call to the pending transaction durably, then ask for approval.
 
         Outside an agent run (a direct method call, no tool call id) the pending result
-        is simply returned, as in feedback mode.
+        is simply returned, as in feedback mode. A call is bound once: ``save`` keeps an
+        existing binding of the same call (id and arguments).
         """
         if call is None or call.ctx.tool_call_id is None or self.store is None:
             return
         assert result.transaction is not None
-        call_id = call.ctx.tool_call_id
-        earlier = self.store.load(call_id)
-        if earlier is not None and earlier.transaction != result.transaction:
-            # Rebinding would make an approval given for the earlier diff commit this one.
-            state = await self.driver.state(earlier.transaction)
-            if state in ("pending_approval", "approved"):
-                raise VshApprovalError(
-                    f"tool call id {call_id!r} is already bound to transaction "
-                    f"{earlier.transaction} ({state}), whose diff an approver may be "
-                    "looking at; tool call ids must be unique per workspace (use a model "
-                    "that issues unique tool call ids)."
-                )
-        self.store.save(
-            tool_call_id=call_id,
+        metadata = result.approver_view()
+        metadata["requested_unix_ms"] = now_ms()
+        binding = self.store.save(
+            tool_call_id=call.ctx.tool_call_id,
             tool_name=call.name,
             digest=args_digest(call.name, call.args),
             transaction=result.transaction,
-            changes=result.changes,
+            changes=tuple(ChangedPath(path=c["path"], kind=c["kind"]) for c in metadata["changes"])[
+                :MAX_CHANGES
+            ],
+            changes_omitted=result.changes_omitted,
             risk_flags=result.risk_flags,
+            metadata=metadata,
         )
-        raise ApprovalRequired(
-            metadata=result.model_dump(
-                mode="json",
-                include={
-                    "transaction",
-                    "changes",
-                    "summary",
-                    "diff",
-                    "risk_flags",
-                    "verdict",
-                    "feedback",
-                },
-            )
-        )
+        raise ApprovalRequired(metadata=binding.metadata)
 
-    async def _resume(
-        self, binding: ApprovalBinding, name: str, tool_args: dict[str, Any], ctx: RunContext[Any]
-    ) -> VshResult:
-        call_id = binding.tool_call_id
-        if binding.tool_name != name or binding.args_digest != args_digest(name, tool_args):
-            raise VshApprovalError(
-                f"tool call {call_id!r}: override_args is refused: approval binds to VSH "
-                f"transaction {binding.transaction}, not to arguments. Approve it unchanged, or "
-                "deny it and ask the agent for a new change."
+    async def _replay(self, binding: ApprovalBinding) -> VshResult:
+        """The same call (id and arguments) again, e.g. a durable engine re-running a turn:
+        never run or bind it again; report the bound transaction's state."""
+        binding = await self._settle(binding)
+        if binding.end_state == "pending":
+            raise ApprovalRequired(metadata=binding.metadata)
+        return self._ended(binding)
+
+    async def _settle(self, binding: ApprovalBinding) -> ApprovalBinding:
+        """Bring a pending binding's recorded end state in line with VSH and the TTL."""
+        if binding.end_state != "pending" or self.store is None:
+            return binding
+        state = await self.driver.state(binding.transaction)
+        ended: dict[str, EndState] = {
+            "committed": "committed",
+            "rejected": "rejected",
+            "stale": "stale",
+            "expired": "expired",
+            "denied": "denied",
+            "failed": "failed",
+        }
+        if state in ended:
+            return self.store.finish(binding, ended[state])
+        if now_ms() - binding.created_unix_ms > self.approval_ttl * 1000:
+            await self._release(binding.transaction, "approval request expired")
+            return self.store.finish(
+                binding,
+                "expired",
+                f"The approval request expired (older than approval_ttl={self.approval_ttl:g}s).",
             )
+        return binding
+
+    def _ended(self, binding: ApprovalBinding) -> VshResult:
+        state: ToolState
+        notes: dict[str, tuple[ToolState, str | None]] = {
+            "committed": ("committed", None),
+            "denied": (
+                "rejected",
+                "A person denied this change; it will never be committed. Do not resubmit it "
+                "unchanged.",
+            ),
+            "rejected": ("rejected", "The change was rejected; it will never be committed."),
+            "expired": (
+                "stale",
+                "The approval request expired, so nothing was committed; submit the change "
+                "again if it is still wanted.",
+            ),
+            "stale": ("stale", "The workspace changed before approval; nothing was committed."),
+            "failed": ("failed", "The approved commit failed; nothing was committed."),
+        }
+        state, note = notes.get(binding.end_state, ("failed", "Unknown approval state."))
+        result = build_result(
+            state,
+            receipt=None,
+            limits=self.limits,
+            changes=binding.changes,
+            changes_omitted=binding.changes_omitted,
+            transaction=binding.transaction,
+            feedback=binding.end_note or note,
+        )
+        return result
+
+    async def _release(self, transaction: str, reason: str) -> None:
+        """Move a pending transaction to VSH's terminal ``rejected`` where VSH allows."""
+        with contextlib.suppress(vsh.VshRuntimeError):
+            await self.driver.release(transaction, reason)
+
+    async def _record_denials(
+        self, ctx: RunContext[Any], tools: dict[str, ToolsetTool[Any]]
+    ) -> None:
+        """Record ToolDenied answers durably: a denied call is never committed later."""
+        assert self.store is not None
+        calls: dict[str, ToolCallPart] = {}
+        denied: list[str] = []
+        for message in ctx.messages:
+            if isinstance(message, ModelResponse):
+                for part in message.parts:
+                    if isinstance(part, ToolCallPart):
+                        calls[part.tool_call_id] = part
+            elif isinstance(message, ModelRequest):
+                for request_part in message.parts:
+                    if (
+                        isinstance(request_part, ToolReturnPart)
+                        and request_part.outcome == "denied"
+                    ):
+                        denied.append(request_part.tool_call_id)
+        for call_id in denied:
+            call = calls.get(call_id)
+            tool = tools.get(call.tool_name) if call is not None else None
+            if call is None or tool is None:
+                continue
+            try:
+                validated = tool.args_validator.validate_python(call.args_as_dict())
+                binding = self.store.load(call_id, args_digest(call.tool_name, validated))
+            except (VshApprovalError, ValueError):
+                continue
+            if binding is None or binding.end_state != "pending":
+                continue
+            self.store.finish(binding, "denied")
+            await self._release(binding.transaction, "denied by the approver")
+
+    async def _resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
+        call_id = binding.tool_call_id
         metadata = ctx.tool_call_metadata
         principal = metadata.get("principal") if isinstance(metadata, dict) else None
         if not isinstance(principal, str) or not principal.strip():
@@ -509,60 +868,79 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             )
         transaction = binding.transaction
         with _span("vsh-ai approve", tool=name, transaction=transaction) as span:
-            expired = now_ms() - binding.created_unix_ms > self.approval_ttl * 1000
-            result = await self._approve_and_commit(
-                transaction, principal, binding.changes, expired=expired
-            )
+            binding = await self._settle(binding)
+            if binding.end_state != "pending":
+                result = self._ended(binding)
+            else:
+                result = await self._approve_and_commit(binding, principal)
             span.set_attributes(_span_attributes(result))
         return result
 
-    async def _approve_and_commit(
-        self,
-        transaction: str,
-        principal: str,
-        changes: tuple[ChangedPath, ...],
-        *,
-        expired: bool = False,
-    ) -> VshResult:
-        def settled(state: ToolState, feedback: str | None = None) -> VshResult:
-            return build_result(
-                state,
-                receipt=None,
-                limits=self.limits,
-                changes=changes,
-                transaction=transaction,
-                feedback=feedback,
-            )
-
-        state = await self.driver.state(transaction)
-        if state == "committed":
-            return settled("committed")
-        if state in ("rejected", "stale", "expired", "denied"):
-            # An expired approval window is handled like stale work: submit it again.
-            return settled(
-                "rejected" if state == "rejected" else "denied" if state == "denied" else "stale"
-            )
-        if expired:
-            # Older than approval_ttl: the approver may have judged a diff long gone.
-            return settled(
-                "stale",
-                f"The approval request expired (older than approval_ttl="
-                f"{self.approval_ttl:g}s), so nothing was committed; submit the change again.",
-            )
+    async def _approve_and_commit(self, binding: ApprovalBinding, principal: str) -> VshResult:
+        assert self.store is not None
+        transaction = binding.transaction
+        if self.quarantine is not None:
+            return self._quarantined()
         try:
             final = await self.driver.approve_and_commit(
                 transaction, principal, int(self.approval_ttl * 1000)
             )
-        except vsh.VshStateError:
-            if await self.driver.state(transaction) != "committed":
-                raise
-            # A concurrent resume of this same approval committed it first.
-            return settled("committed")
         except vsh.VshStaleError as error:
-            return settled("stale", bound_text(str(error), self.limits.error))
+            note = (
+                f"{bound_text(str(error), self.limits.error)}. VSH revalidates every path the "
+                "transaction depends on, including the folder that holds a new file: another "
+                "change committed in the same folder (e.g. approving many new files in one "
+                "folder at once) makes this one stale. Approve such changes one at a time, or "
+                "have the agent make them in one program."
+            )
+            return self._ended(self.store.finish(binding, "stale", note))
+        except vsh.VshRecoveryError as error:
+            self._quarantine_now(error)
+            return self._quarantined()
+        except vsh.VshStateError as error:
+            if "policy changed" in str(error):
+                note = (
+                    "This approval was requested under a different VSH policy profile than the "
+                    "one this toolset runs with; nothing was committed. Submit the change again."
+                )
+                await self._release(transaction, "policy changed")
+                return self._ended(self.store.finish(binding, "stale", note))
+            state = await self._final_state(transaction)
+            if state == "committed":  # another resume (thread or process) committed it
+                return self._ended(self.store.finish(binding, "committed"))
+            return self._stale(
+                f"Another approval of this call is being applied (VSH state {state}); nothing "
+                "more was committed by this one. Check the result of the other approval.",
+                transaction,
+            )
+        except vsh.VshRuntimeError as error:
+            if _is_recovery(error):
+                self._quarantine_now(error)
+                return self._quarantined()
+            failed = self._outside_failure(error)
+            self.store.finish(binding, "failed", failed.feedback or "")
+            return failed
         if final.state != "committed":
-            raise vsh.VshRuntimeError(f"approved commit ended in state {final.state!r}")
-        return build_result("committed", receipt=final, limits=self.limits, changes=changes)
+            return self._failed(
+                f"approved commit ended in state {final.state!r}",
+                retry=False,
+                transaction=transaction,
+            )
+        self.store.finish(binding, "committed")
+        committed = changes_of_receipt(final) or binding.changes
+        return build_result("committed", receipt=final, limits=self.limits, changes=committed)
+
+    async def _final_state(self, transaction: str, wait: float = 5.0) -> str:
+        """VSH's state of ``transaction`` once no other process is mid-commit (bounded wait)."""
+        deadline = time.monotonic() + wait
+        state = await self.driver.state(transaction)
+        while (
+            state in ("approved", "pending_approval", "revalidating")
+            and time.monotonic() < deadline
+        ):
+            await anyio.sleep(0.05)
+            state = await self.driver.state(transaction)
+        return state
 
     # -- the tools ----------------------------------------------------------------------
 
@@ -611,7 +989,9 @@ def _span_attributes(result: VshResult) -> dict[str, Any]:
         attributes["verdict"] = result.verdict.decision
         attributes["decided_by"] = result.verdict.judge
     if result.deny_reason:
-        attributes["deny_reason"] = result.deny_reason
+        attributes["deny_reason"] = safe_deny_reason(result.deny_reason)
+    if result.verdict is not None and result.verdict.failure:
+        attributes["failure"] = result.verdict.failure
     return attributes
 
 
@@ -621,7 +1001,8 @@ class ToolsetOptions(TypedDict, total=False):
     policy: str
     judge: Judge | None
     hook_handler: HookHandler | None
-    hook_scope: vsh.HookScope
+    judge_scope: JudgeScope
+    hook_scope: vsh.HookScope | None
     hook_id: str | None
     review_content_bytes: int | None
     budget: vsh.ExecutionBudget | None
@@ -656,7 +1037,7 @@ class VshCapability(Capability[Any]):
             toolsets=[toolset],
         )
         self.toolset = toolset
-        self.runtime = toolset.runtime
+        self.runtime = getattr(toolset, "runtime", None)
 
 
 def _check_state_directory(workspace: Path, state_directory: Path) -> None:
@@ -682,3 +1063,114 @@ def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
 
 def _language_name(language: vsh.Language) -> str:
     return "bash" if language == vsh.Language.BASH else "monty"
+
+
+_QUARANTINED: dict[str, str] = {}
+"""Workspaces (lock keys) this process stopped committing on after a recovery error."""
+
+
+def _read_quarantine(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return f"This workspace is quarantined ({path} exists but is unreadable)."
+    message = data.get("message") if isinstance(data, dict) else None
+    return str(message) if message else f"This workspace is quarantined ({path})."
+
+
+def _is_recovery(error: BaseException) -> bool:
+    return isinstance(error, vsh.VshRecoveryError) or "recovery" in str(error).lower()
+
+
+def _error_kind(error: BaseException) -> str:
+    """The error's type and first line, secrets redacted (VSH messages hold paths)."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {redact(bound_text(first, 200))}"
+
+
+def changes_of_receipt(receipt: vsh.Receipt) -> tuple[ChangedPath, ...]:
+    """What VSH reports it committed (never a stored copy)."""
+    return tuple(ChangedPath(path=path, kind=kind) for path, kind in receipt.changes)
+
+
+def _guest_text(text: str, stderr: str, *, withhold: bool) -> str:
+    """A guest error for the model: redacted, and without data-bearing messages if judged.
+
+    Kept: traceback frames (line numbers and the program's own source lines) and the
+    exception type; the message only for errors VSH or Monty phrase from program names
+    (syntax, names, missing paths, budgets) or when no judge is configured.
+    """
+    text = redact(text)
+    stderr = redact(stderr)
+    if not withhold:
+        return f"{text}\n{stderr}" if stderr else text
+    lines = text.splitlines()
+    kept: list[str] = []
+    for line in lines:
+        match = _EXCEPTION_LINE.match(line)
+        if match is None:
+            kept.append(line)
+            continue
+        kind = match.group(1).rsplit(".", 1)[-1]
+        if kind in _STRUCTURAL or _BUDGET.search(line):
+            kept.append(line)
+        else:
+            kept.append(
+                f"{kind}: (message withheld: it may contain bytes the program read, which "
+                "the reviewer has not cleared; change the program so the error explains "
+                "itself with your own text)"
+            )
+    if stderr:
+        kept.append(
+            f"(stderr withheld, {len(stderr.encode())} bytes: it may contain bytes the "
+            "program read)"
+        )
+    return "\n".join(kept)
+
+
+def _probe_state_directory(native: vsh.Runtime, state_directory: Path) -> None:
+    """Refuse a binding directory a guest program of ``native`` can reach.
+
+    An existing runtime does not reveal its workspace, so ask it: drop a marker with a
+    random name in ``state_directory`` and preview a program that tries every place the
+    marker could appear under /workspace. Only VSH's own guarded state (reads there are
+    denied) or a directory outside the workspace passes.
+    """
+    state = state_directory.resolve()
+    state.mkdir(parents=True, exist_ok=True)
+    marker = state / f".vsh-ai-probe-{secrets.token_hex(8)}"
+    marker.write_text("probe")
+    try:
+        candidates = [
+            "/workspace/" + str(marker.relative_to(ancestor))
+            for ancestor in (state, *state.parents)
+        ]
+        code = (
+            "found = []\n"
+            f"for p in {candidates!r}:\n"
+            "    try:\n"
+            "        vsh_read(p)\n"
+            "        found.append(p)\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "found\n"
+        )
+        request = vsh.RunRequest(code, intent="vsh-ai: check the approval state directory")
+        try:
+            receipt = native.preview(request)
+        except vsh.VshExecutionError:
+            return  # reads of VSH's own state are refused outright
+        try:
+            reachable = receipt.state != "denied" and bool(receipt.result)
+        finally:
+            native.discard_preview(receipt.transaction)
+        if reachable:
+            raise ValueError(
+                f"state_directory {state_directory} is inside the runtime's workspace, where "
+                "agent programs can write; put it outside the workspace or under its "
+                ".vsh-runtime directory"
+            )
+    finally:
+        marker.unlink(missing_ok=True)

@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import anyio
@@ -20,9 +20,18 @@ import vsh
 from vsh._async import native_call
 from vsh._native import _Cancellation
 
-__all__ = ("HookHandler", "WorkspaceDriver", "now_ms")
+__all__ = ("HookHandler", "HostChanged", "HostCheck", "WorkspaceDriver", "now_ms")
 
 HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
+HostCheck = Callable[[Sequence[str]], str | None]
+"""Given the workspace-relative paths a transaction writes, why the host changed under
+them since the program ran (an outside writer), or None."""
+
+
+class HostChanged(Exception):
+    """The host changed under an approved transaction just before its commit (not committed)."""
+
+
 _T = TypeVar("_T")
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -63,13 +72,14 @@ class WorkspaceDriver:
         )
 
     async def run(
-        self, request: vsh.RunRequest
+        self, request: vsh.RunRequest, host_check: HostCheck | None = None
     ) -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
         """Plain runtime: preview then, in the same worker, commit auto-approved changes.
 
         Returns the preview receipt and the outcome: the committed receipt, the preview
         itself when nothing is committed (denied, read-only, pending), or the stale error.
-        Read-only and denied previews are discarded, never committed.
+        Read-only and denied previews are discarded, never committed; so is auto-approved
+        work whose target files ``host_check`` finds changed (raises :class:`HostChanged`).
         """
         native, token = self.native, _Cancellation()
 
@@ -80,6 +90,10 @@ class WorkspaceDriver:
                     if preview.state != "pending_approval":
                         native.discard_preview(preview.transaction)
                     return preview, preview
+                changed = host_check([p for p, _ in preview.changes]) if host_check else None
+                if changed is not None:
+                    native.discard_preview(preview.transaction)
+                    raise HostChanged(changed)
                 try:
                     return preview, native._commit(preview.transaction, now_ms(), token)
                 except vsh.VshStaleError as error:
@@ -94,8 +108,17 @@ class WorkspaceDriver:
         # has no public cancel for it); resubmitting it reports the pending transaction.
         return await native_call(work, token)
 
-    async def hooked_commit(self, transaction: str) -> vsh.CommitResolution:
-        """Prepare, ask the hook about the exact event, resolve; fail closed on any error."""
+    async def hooked_commit(
+        self, transaction: str, host_check: HostCheck | None = None
+    ) -> vsh.CommitResolution:
+        """Prepare, ask the hook about the exact event, resolve; fail closed on any error.
+
+        A hook that raises (anything but cancellation) or returns something other than a
+        ``vsh.HookDecision`` resolves as ``review``: the work stays pending, the run goes
+        on. Before a decision that may commit, ``host_check`` compares the host with the
+        event's before-state; a difference rejects the transaction and raises
+        :class:`HostChanged` (an outside writer is at work: committing would race it).
+        """
         native = self.native
         preparation = await native_call(
             self._locked(lambda: native.prepare_commit(transaction)), on_cancel=native.fail_hook
@@ -108,15 +131,31 @@ class WorkspaceDriver:
                 result = self.handler(event)
                 if inspect.isawaitable(result):
                     result = await result
-                if not isinstance(result, vsh.HookDecision):
-                    raise TypeError("hook handler must return vsh.HookDecision")
-                decision = result
+            except Exception as error:
+                result = vsh.HookDecision.review(
+                    f"The review hook failed ({type(error).__name__}); a person must review "
+                    "this change."
+                )
             except BaseException:
                 await native_call(lambda: native.fail_hook(preparation))
                 raise
+            if not isinstance(result, vsh.HookDecision):
+                result = vsh.HookDecision.review(
+                    f"The review hook returned {type(result).__name__}, not a decision; a "
+                    "person must review this change."
+                )
+            decision = result
+        changed: str | None = None
+        if host_check is not None and event is not None and decision.verdict != "reject":
+            try:
+                changed = host_check([change.path for change in event.canonical_diff])
+            except Exception as error:
+                changed = f"the host check failed ({type(error).__name__})"
+            if changed is not None:
+                decision = vsh.HookDecision.reject(f"host changed before commit: {changed}")
         token, now = _Cancellation(), now_ms()
         try:
-            return await native_call(
+            resolution = await native_call(
                 self._locked(lambda: native._resolve_commit(preparation, decision, now, token)),
                 token,
             )
@@ -124,6 +163,9 @@ class WorkspaceDriver:
             if not token.commit_entered:
                 await native_call(lambda: native.fail_hook(preparation))
             raise
+        if changed is not None:
+            raise HostChanged(changed)
+        return resolution
 
     async def reopen(self, transaction: str) -> tuple[vsh.RequestEvent | None, vsh.Receipt] | None:
         """The exact event and receipt of a durable pending transaction; it stays pending.
@@ -170,6 +212,25 @@ class WorkspaceDriver:
                 return native._commit(transaction, now_ms(), token)
 
         return await native_call(work, token)
+
+    async def release(self, transaction: str, reason: str) -> None:
+        """Resolve a still-pending transaction as ``rejected`` (terminal) without a hook."""
+        native, token, now = self.native, _Cancellation(), now_ms()
+
+        def work() -> None:
+            with self._lock:
+                if native.transaction_state(transaction) != "pending_approval":
+                    return
+                preparation = native.prepare_commit(transaction)
+                try:
+                    native._resolve_commit(preparation, vsh.HookDecision.reject(reason), now, token)
+                except BaseException:
+                    if not token.commit_entered:
+                        with contextlib.suppress(vsh.VshRuntimeError):
+                            native.fail_hook(preparation)
+                    raise
+
+        await native_call(work, token)
 
     async def state(self, transaction: str) -> str:
         return await anyio.to_thread.run_sync(self.native.transaction_state, transaction)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ("Decision", "FailureCategory", "Usage", "Verdict")
+__all__ = ("Decision", "FailureCategory", "Usage", "Verdict", "json_safe")
 
 Decision = Literal["approve", "review", "reject", "abstain"]
 
@@ -24,6 +27,34 @@ FailureCategory = Literal[
     "unshared_content",
     "binary_content",
 ]
+
+
+def json_safe(value: object, *, depth: int = 0) -> Any:
+    """``value`` as plain JSON data: anything else becomes its type name in angle brackets.
+
+    Verdict details travel into tool results, approval metadata and eval reports; one
+    unserialisable value must not turn a decided (possibly committed) call into a crash.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth > 32:
+        return "<nested too deeply>"
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, depth=depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [json_safe(v, depth=depth + 1) for v in items]
+    try:
+        dumped = value.model_dump(mode="json")  # type: ignore[attr-defined]
+    except Exception:
+        return f"<{type(value).__name__}>"
+    try:
+        json.dumps(dumped)
+    except (TypeError, ValueError):
+        return f"<{type(value).__name__}>"
+    return dumped
 
 
 class Usage(BaseModel):
@@ -58,6 +89,12 @@ class Verdict(BaseModel):
     latency_s: float | None = None
     model: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("details", mode="after")
+    @classmethod
+    def _json_details(cls, details: dict[str, Any]) -> dict[str, Any]:
+        safe: dict[str, Any] = json_safe(details)
+        return safe
 
     @classmethod
     def approve(cls, reason: str, *, judge: str, **extra: Any) -> Verdict:

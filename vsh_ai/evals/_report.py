@@ -6,14 +6,15 @@ import operator
 import re
 from collections.abc import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from ._metrics import LABELS, Metrics
-from ._runner import RunFailure, SuiteResult
+from ._mutants import MUTATION_KINDS
+from ._runner import MutantKindRow, RunFailure, SuiteResult
 
 __all__ = ("GATE_METRICS", "EvalReport", "Gate", "GateError", "render_markdown", "render_terminal")
 
@@ -31,6 +32,15 @@ GATE_METRICS = (
     "latency_p50_s",
     "latency_p95_s",
     "run_failures",
+    "unsafe_approvals_by_rules",
+    "unsafe_approvals_by_model",
+    "escalated_approvals",
+    "mutant_unsafe_approvals",
+    "mutant_unsafe_approval_upper_95",
+    "mutant_unsafe_approvals_by_rules",
+    "mutant_safe_approval_rate",
+    "mutant_safe_drift",
+    "mutant_skipped",
 )
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -41,6 +51,20 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
 }
 _GATE = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+_ZERO = dict.fromkeys(
+    (
+        "mutants",
+        "skipped",
+        "unsafe_cases",
+        "unsafe_approvals",
+        "safe_cases",
+        "safe_approvals",
+        "safe_drift",
+    ),
+    0,
+)
 
 
 class GateError(ValueError):
@@ -70,12 +94,26 @@ class Gate(BaseModel):
         return cls(metric=metric, op=op, value=float(value))
 
     def check(self, report: EvalReport) -> str | None:
-        """The reason the gate trips, or None. A metric without data never trips."""
-        actual = (
-            len(report.run_failures)
-            if self.metric == "run_failures"
-            else getattr(report.overall, self.metric)
-        )
+        """The reason the gate trips, or None.
+
+        A metric without data never trips, except a ``mutant_*`` gate on a run without
+        mutants: that trips with a message, so a CI gate cannot pass by omission.
+        """
+        actual: float | int | None
+        if self.metric == "run_failures":
+            actual = len(report.run_failures)
+        elif self.metric.startswith("mutant_"):
+            if report.mutants is None:
+                return f"{self.metric}: no mutants were run (add --mutants)"
+            name = self.metric.removeprefix("mutant_")
+            if name == "safe_drift":
+                actual = report.mutant_safe_drift
+            elif name == "skipped":
+                actual = report.mutant_skipped
+            else:
+                actual = getattr(report.mutants, name)
+        else:
+            actual = getattr(report.overall, self.metric)
         if actual is None or not _OPS[self.op](float(actual), self.value):
             return None
         return f"{self.metric} = {_fmt(actual)} (gate: {self.metric}{self.op}{_fmt(self.value)})"
@@ -87,6 +125,32 @@ class EvalReport(BaseModel):
     suites: list[SuiteResult]
     overall: Metrics
     run_failures: list[RunFailure]
+    mutants: Metrics | None = Field(
+        default=None, description="All suites' mutants together (with --mutants)."
+    )
+    workers: int = Field(default=1, description="Processes that ran the cases.")
+
+    @property
+    def mutant_safe_drift(self) -> int:
+        return sum(len(s.mutants.safe_drift_cases) for s in self.suites if s.mutants)
+
+    @property
+    def mutant_skipped(self) -> int:
+        return sum(len(s.mutants.skipped) for s in self.suites if s.mutants)
+
+    @property
+    def mutant_kinds(self) -> list[MutantKindRow]:
+        """Per mutation kind, summed over suites."""
+        rows: dict[str, MutantKindRow] = {}
+        for suite in self.suites:
+            for row in suite.mutants.kinds if suite.mutants else []:
+                total = rows.setdefault(
+                    row.kind, MutantKindRow.model_validate({**row.model_dump(), **_ZERO})
+                )
+                for name in _ZERO:
+                    setattr(total, name, getattr(total, name) + getattr(row, name))
+        order = list(MUTATION_KINDS)
+        return sorted(rows.values(), key=lambda r: order.index(r.kind) if r.kind in order else 99)
 
     def gate_failures(self, gates: list[Gate]) -> list[str]:
         return [reason for gate in gates if (reason := gate.check(self)) is not None]
@@ -112,9 +176,25 @@ def _headline(m: Metrics) -> list[tuple[str, str]]:
         ("accuracy", _fmt(m.accuracy, True)),
         (
             "unsafe approvals",
-            f"{m.unsafe_approvals} of {m.unsafe_runs} "
+            f"{m.unsafe_approvals} of {m.unsafe_cases} distinct cases "
             f"({_fmt(m.unsafe_approval_rate, True)}, 95% upper bound "
-            f"{_fmt(m.unsafe_approval_upper_95, True)})",
+            f"{_fmt(m.unsafe_approval_upper_95, True)})"
+            + (f"; {m.unsafe_approval_runs} of {m.unsafe_runs} runs" if m.runs > m.cases else ""),
+        ),
+        *(
+            [
+                (
+                    "  by rules / by the model",
+                    f"{m.unsafe_approvals_by_rules} approved by rules (or a non-model judge); "
+                    f"{m.unsafe_approvals_by_model} escalated and approved by the model",
+                ),
+                (
+                    "escalated to the model",
+                    f"{m.escalated_runs} runs, {m.escalated_approvals} approved by the model",
+                ),
+            ]
+            if m.escalated_runs or m.unsafe_approvals_by_model
+            else []
         ),
         ("safe approval rate", _fmt(m.safe_approval_rate, True) + f" of {m.safe_runs}"),
         ("unnecessary review rate", _fmt(m.unnecessary_review_rate, True)),
@@ -122,7 +202,9 @@ def _headline(m: Metrics) -> list[tuple[str, str]]:
         ("reviewer failures", f"{m.reviewer_failures} ({_fmt(m.reviewer_failure_rate, True)})"),
         (
             "decision flip rate",
-            _fmt(m.flip_rate, True) if m.flip_rate is not None else "- (no repeats)",
+            f"{_fmt(m.flip_rate, True)} ({m.flipped_cases} cases)"
+            if m.flip_rate is not None
+            else "- (no repeats)",
         ),
         ("judge latency p50 / p95", latency),
         (
@@ -200,6 +282,88 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
         _print_metrics(console, title, suite.metrics, len(report.suites) == 1)
     if len(report.suites) > 1:
         _print_metrics(console, "overall", report.overall, True)
+    if report.mutants is not None:
+        _print_mutants(console, report)
+
+
+_KIND_COLUMNS = [
+    "mutation",
+    "mutants",
+    "skipped",
+    "unsafe approved",
+    "safe approved",
+    "safe drift",
+]
+
+
+def _kind_rows(report: EvalReport) -> list[list[str]]:
+    return [
+        [
+            row.kind,
+            str(row.mutants),
+            str(row.skipped),
+            f"{row.unsafe_approvals}/{row.unsafe_cases}",
+            f"{row.safe_approvals}/{row.safe_cases}",
+            str(row.safe_drift),
+        ]
+        for row in report.mutant_kinds
+    ]
+
+
+def _mutant_lines(report: EvalReport) -> list[str]:
+    lines = []
+    for suite in report.suites:
+        if suite.mutants is None:
+            continue
+        for outcome in suite.mutants.outcomes:
+            if outcome.case_id in suite.mutants.unsafe_approval_cases:
+                lines.append(
+                    f"{suite.scenario}/{outcome.case_id}: approved by {outcome.decided_by}"
+                )
+    return list(dict.fromkeys(lines))
+
+
+def _mutant_headline(report: EvalReport) -> list[tuple[str, str]]:
+    m = report.mutants
+    assert m is not None
+    return [
+        (
+            "mutant unsafe approvals",
+            f"{m.unsafe_approvals} of {m.unsafe_cases} distinct unsafe mutants "
+            f"({_fmt(m.unsafe_approval_rate, True)}, 95% upper bound "
+            f"{_fmt(m.unsafe_approval_upper_95, True)}); "
+            f"{m.unsafe_approvals_by_rules} by rules, {m.unsafe_approvals_by_model} "
+            "escalated and approved by the model",
+        ),
+        (
+            "mutant safe approval rate",
+            f"{_fmt(m.safe_approval_rate, True)} of {m.safe_runs}; safe drift "
+            f"{report.mutant_safe_drift} (decided unlike their case)",
+        ),
+        ("mutants scored / skipped", f"{m.cases} / {report.mutant_skipped}"),
+    ]
+
+
+def _print_mutants(console: Console, report: EvalReport) -> None:
+    console.rule("[bold]MUTANTS (scored with their cases' labels; not in the figures above)")
+    lines = _mutant_lines(report)
+    if lines:
+        console.print(Text(f"UNSAFE APPROVALS AMONG MUTANTS ({len(lines)})", style="bold red"))
+        for line in lines[:50]:
+            console.print(f"  [red]✗[/red] {escape(line)}", emoji=False)
+        if len(lines) > 50:
+            console.print(f"  ... and {len(lines) - 50} more (see --json)")
+    else:
+        console.print(Text("No unsafe approvals among mutants.", style="bold green"))
+    headline = Table(show_header=False, box=None, padding=(0, 2))
+    for name, value in _mutant_headline(report):
+        headline.add_row(name, value)
+    kinds = Table(title="by mutation kind", title_justify="left")
+    for column in _KIND_COLUMNS:
+        kinds.add_column(column)
+    for row in _kind_rows(report):
+        kinds.add_row(*row)
+    console.print(Group(headline, kinds))
 
 
 def _print_metrics(console: Console, title: str, m: Metrics, with_categories: bool) -> None:
@@ -241,4 +405,16 @@ def render_markdown(report: EvalReport) -> str:
         out += [_md_table(["metric", "value"], [list(row) for row in _headline(m)]), ""]
         out += [_md_table(["expected \\ decided", *LABELS], _confusion_rows(m)), ""]
         out += [_md_table(_CATEGORY_COLUMNS, _category_rows(m))]
+    if report.mutants is not None:
+        out += [
+            "",
+            "## Mutants",
+            "",
+            "Scored with their cases' labels; not in the figures above.",
+            "",
+        ]
+        out += [_md_table(["metric", "value"], [list(row) for row in _mutant_headline(report)])]
+        out += ["", "### Unsafe approvals among mutants", ""]
+        out += [f"- {line}" for line in _mutant_lines(report)] or ["None."]
+        out += ["", "### By mutation kind", "", _md_table(_KIND_COLUMNS, _kind_rows(report))]
     return "\n".join(out) + "\n"

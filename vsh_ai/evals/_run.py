@@ -6,9 +6,11 @@ import importlib
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 from pydantic_ai.models import Model, infer_model
 from rich.progress import Progress
 
@@ -16,14 +18,17 @@ from .._hooks import Judge, Pipeline
 from .._judge_files import LLMSection, load_judge, load_judge_file
 from ._metrics import compute_metrics
 from ._models import STRESS_MODES, stress_model
+from ._pool import default_workers, run_in_pool
 from ._replay import RecordingModel, ReplayModel, recording_path
 from ._report import EvalReport
-from ._runner import RunFailure, SuiteResult, evaluate_suite
+from ._runner import RunFailure, RunResult, SuiteResult, evaluate_suite, plan_families
 from ._suite import Suite, bundled_suites_dir, load_suite
 
 __all__ = ("EvalOptions", "EvalSetupError", "build_judge", "run_evals")
 
 STRESS_TIMEOUT_S = 0.5
+POOL_MIN_RUNS = 300
+"""Below this many runs, starting worker processes costs more than it saves."""
 
 
 class EvalSetupError(ValueError):
@@ -44,6 +49,8 @@ class EvalOptions:
     progress: bool = False
     recordings: Path | None = None
     scratch: Path | None = None
+    mutants: bool = False
+    workers: int | None = None
     _recorders: list[RecordingModel] = field(default_factory=list, repr=False)
     _replays: list[ReplayModel] = field(default_factory=list, repr=False)
 
@@ -60,6 +67,8 @@ class EvalOptions:
             raise EvalSetupError("choose --record (live, saves traffic) or --replay (offline)")
         if self.repeat < 1 or self.concurrency < 1:
             raise EvalSetupError("--repeat and --concurrency must be at least 1")
+        if self.workers is not None and self.workers < 1:
+            raise EvalSetupError("--workers must be at least 1")
 
 
 def _python_judge(spec: str) -> Judge:
@@ -137,34 +146,73 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
     return Pipeline(rules, judge, id=f"{file.id}+llm"), mode
 
 
+def _poolable(options: EvalOptions) -> bool:
+    """Worker processes rebuild the judge from its spec: only specs can travel."""
+    return (
+        (options.judge is None or isinstance(options.judge, str))
+        and options.model is None
+        and not (options.record or options.replay)
+    )
+
+
 async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> EvalReport:
-    """Score every suite; replay misses and setup errors raise, run failures are reported."""
+    """Score every suite; replay misses and setup errors raise, run failures are reported.
+
+    With ``options.mutants`` every case's mutants are scored too and reported apart.
+    Large runs of file or ``module:attr`` judges use ``options.workers`` processes.
+    """
     options.validate()
     options._recorders.clear()
     options._replays.clear()
     loaded = [s if isinstance(s, Suite) else load_suite(s) for s in suites]
     prepared = [(suite, *build_judge(suite, options)) for suite in loaded]
-    # Suites run together; one limiter keeps `concurrency` cases in flight overall.
+    # Suites run together; one limiter keeps `concurrency` judge calls in flight overall.
     limiter = anyio.CapacityLimiter(options.concurrency)
     results: list[SuiteResult | None] = [None] * len(prepared)
     bar = Progress(transient=True) if options.progress else None
-
-    async def run_one(index: int, suite: Suite, judge: Judge, mode: str) -> None:
-        task = (
-            bar.add_task(suite.scenario, total=len(suite.cases) * options.repeat) if bar else None
-        )
-        results[index] = await evaluate_suite(
-            suite,
-            judge,
-            mode=mode,
-            repeat=options.repeat,
-            concurrency=options.concurrency,
-            scratch=options.scratch,
-            limiter=limiter,
-            on_case_done=(lambda: bar.advance(task)) if bar and task is not None else None,
-        )
+    plans = [plan_families(suite, options.mutants) for suite in loaded]
+    totals = [sum(len(f) for f in plan) * options.repeat for plan in plans]
+    tasks = (
+        [bar.add_task(s.scenario, total=t) for s, t in zip(loaded, totals, strict=True)]
+        if bar
+        else []
+    )
+    workers = options.workers if options.workers is not None else default_workers()
+    pooled: list[list[list[RunResult]]] | None = None
 
     with bar or nullcontext():
+        if workers > 1 and _poolable(options) and sum(totals) >= POOL_MIN_RUNS:
+            judge_spec = options.judge if isinstance(options.judge, str) else None
+            pooled = await anyio.to_thread.run_sync(
+                partial(
+                    run_in_pool,
+                    loaded,
+                    judge=judge_spec,
+                    stress=options.stress,
+                    mutants=options.mutants,
+                    repeat=options.repeat,
+                    concurrency=options.concurrency,
+                    workers=workers,
+                    scratch=options.scratch,
+                    on_runs_done=(lambda i, n: bar.advance(tasks[i], n)) if bar else None,
+                )
+            )
+
+        async def run_one(index: int, suite: Suite, judge: Judge, mode: str) -> None:
+            task = tasks[index] if bar else None
+            results[index] = await evaluate_suite(
+                suite,
+                judge,
+                mode=mode,
+                repeat=options.repeat,
+                concurrency=options.concurrency,
+                scratch=options.scratch,
+                limiter=limiter,
+                on_case_done=(lambda: bar.advance(task)) if bar and task is not None else None,
+                mutants=options.mutants,
+                precomputed=pooled[index] if pooled is not None else None,
+            )
+
         async with anyio.create_task_group() as group:
             for index, (suite, judge, mode) in enumerate(prepared):
                 group.start_soon(run_one, index, suite, judge, mode)
@@ -175,8 +223,11 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
         recorder.save()
     observations = [o for r in done for o in r.observations]
     failures: list[RunFailure] = [f for r in done for f in r.run_failures]
+    mutant_observations = [o for r in done if r.mutants for o in r.mutants.observations]
     return EvalReport(
         suites=done,
         overall=compute_metrics(observations),
         run_failures=failures,
+        mutants=compute_metrics(mutant_observations) if options.mutants else None,
+        workers=workers if pooled is not None else 1,
     )

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel
+import vsh
+from pydantic import BaseModel, Field
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import (
     ConfusionMatrixEvaluator,
@@ -26,25 +30,38 @@ from pydantic_evals.evaluators import (
 )
 from pydantic_evals.reporting import EvaluationReport
 from pydantic_evals.reporting.analyses import ReportAnalysis, ScalarResult
+from vsh._async import native_call
 
+from .._evidence import Evidence
 from .._hooks import Judge, JudgeHook, as_hook
-from .._simulate import simulate
+from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES, Simulation
 from .._verdict import Verdict
 from ._metrics import Metrics, Observation, compute_metrics
+from ._mutants import MUTATION_KINDS, MutantCase, Signature, case_mutants
 from ._suite import BinaryFile, EvalCase, Expected, Suite, SymlinkFile, TextFile
 
 __all__ = (
     "CURRENT_CASE",
+    "CaseError",
     "CaseOutcome",
+    "CaseRunError",
+    "MutantKindRow",
+    "MutantResult",
     "RunFailure",
+    "Skipped",
     "SuiteResult",
     "WorkspaceChanged",
     "decided_from",
+    "diff_signature",
     "evaluate_suite",
+    "fast_scratch",
     "materialize",
     "run_case",
+    "run_family",
     "snapshot",
 )
+
+_HOOK_ID = "vsh-ai.simulate"
 
 
 CURRENT_CASE: ContextVar[EvalCase | None] = ContextVar("vsh_ai_eval_case", default=None)
@@ -69,6 +86,8 @@ class CaseOutcome(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     model: str | None = None
+    escalated: bool = False
+    by_model: bool = False
 
 
 class RunFailure(BaseModel):
@@ -90,6 +109,7 @@ class SuiteResult(BaseModel):
     observations: list[Observation]
     metrics: Metrics
     run_failures: list[RunFailure]
+    mutants: MutantResult | None = None
 
 
 def decided_from(state: str, verdict: Verdict | None) -> tuple[Expected, str]:
@@ -167,37 +187,194 @@ async def run_case(
 
     Raises ``WorkspaceChanged`` if any workspace byte, mode or entry differs afterwards,
     and lets guest errors (``vsh.VshExecutionError``) propagate: both are run failures.
+    A ``PermissionError`` that VSH raised natively (a protected path) is a safe refusal:
+    it scores as ``reject`` by ``vsh-policy``.
     """
-    tmp = Path(tempfile.mkdtemp(prefix=f"vsh-ai-eval-{case.id}-", dir=scratch))
-    try:
-        workspace, state_dir = tmp / "workspace", tmp / "state"
-        # File work runs in threads so cases overlap with VSH and the judge.
-        await anyio.to_thread.run_sync(materialize, suite, case, workspace)
-        before = await anyio.to_thread.run_sync(snapshot, workspace)
-        simulation = await simulate(
-            workspace,
-            case.program,
-            intent=case.intent,
-            language=case.language,
-            policy=suite.policy,
-            data_directory=state_dir,
-        )
-        token = CURRENT_CASE.set(case)
-        try:
-            verdict = await hook.decide(simulation.evidence) if simulation.evidence else None
-        finally:
-            CURRENT_CASE.reset(token)
-        difference = _differences(before, await anyio.to_thread.run_sync(snapshot, workspace))
-        if difference:
-            raise WorkspaceChanged(
-                f"case {case.id!r}: the host workspace changed during the eval run "
-                f"({', '.join(difference[:10])}); evals must never touch host files - "
-                f"check the judge {hook.judge.id!r} for side effects"
+    [result] = await run_family(suite, [case], hook, scratch=scratch)
+    if isinstance(result, CaseError):
+        raise result.error or RuntimeError(result.message)
+    if isinstance(result, Skipped):  # pragma: no cover - only mutants are skipped
+        raise RuntimeError(result.reason)
+    return result
+
+
+@dataclass
+class CaseError:
+    """A run that could not be scored: ``message`` names the exception that stopped it.
+
+    ``error`` is the exception itself in the process that ran the case (dropped when the
+    result crosses to another process).
+    """
+
+    case_id: str
+    message: str
+    error: BaseException | None = None
+
+    @classmethod
+    def of(cls, case_id: str, error: BaseException) -> CaseError:
+        return cls(case_id=case_id, message=f"{type(error).__name__}: {error}", error=error)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "message": self.message, "error": None}
+
+
+class Skipped(BaseModel):
+    """A mutant that turned out not to preserve its case's meaning: not scored."""
+
+    case_id: str
+    reason: str
+
+
+RunResult = CaseOutcome | CaseError | Skipped
+
+_PERMISSION = re.compile(r"PermissionError: \[Errno 13\] Permission denied: '([^'\n]+)'\s*$")
+
+
+def fast_scratch() -> Path | None:
+    """Where eval workspaces go by default: RAM (``/dev/shm``) when there is one.
+
+    VSH makes every preview durable (synced to its state folder); on a disk that costs
+    about 20 ms a preview, on tmpfs about 1 ms. Eval workspaces are throwaway.
+    """
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _before_key(case: EvalCase) -> str:
+    """Cases with equal keys have byte-identical before-states."""
+    files = {
+        name: spec if isinstance(spec, str) else spec.model_dump()
+        for name, spec in case.files.items()
+    }
+    return json.dumps([case.fixture, files], sort_keys=True)
+
+
+def diff_signature(evidence: Evidence) -> Signature:
+    """What a change does, path by path: kind, resulting content digest and mode."""
+    return tuple(
+        sorted(
+            (
+                c.path,
+                c.kind,
+                c.after.content if c.after else None,
+                c.after.mode if c.after else None,
             )
-    finally:
-        await anyio.to_thread.run_sync(partial(shutil.rmtree, tmp, ignore_errors=True))
+            for c in evidence.changes
+        )
+    )
+
+
+@dataclass
+class _Workspace:
+    """One materialised before-state shared by every run of its cases.
+
+    VSH previews never commit, so each run previews on the same host folder; a runtime
+    is opened per language and per repeat of an identical program + intent (VSH refuses
+    to preview the same transaction twice on one runtime).
+    """
+
+    suite: Suite
+    root: Path
+    runtimes: dict[tuple[str, int], Any] = field(default_factory=dict)
+    seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    probes: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    async def runtime(self, language: str, slot: int) -> Any:
+        key = (language, slot)
+        if key not in self.runtimes:
+            state = self.root / f"state-{language}-{slot}"
+            self.runtimes[key] = await native_call(
+                lambda: vsh.Runtime.open(
+                    self.workspace,
+                    data_directory=state,
+                    policy=self.suite.policy,
+                    bash=vsh.BashConfig() if language == "bash" else None,
+                    hook_id=_HOOK_ID,
+                    hook_scope=vsh.HookScope.ALL_REQUESTS,
+                    review_content_bytes=DEFAULT_REVIEW_CONTENT_BYTES,
+                )
+            )
+        return self.runtimes[key]
+
+    async def preview(self, code: str, intent: str | None, language: str) -> Simulation:
+        key = (language, code, intent or "")
+        slot = self.seen.get(key, 0)
+        self.seen[key] = slot + 1
+        runtime = await self.runtime(language, slot)
+        request = vsh.RunRequest(
+            code,
+            language=vsh.Language.BASH if language == "bash" else vsh.Language.MONTY,
+            intent=intent,
+            mode=vsh.RunMode.PREVIEW,
+        )
+        receipt = await native_call(lambda: runtime.preview(request))
+        evidence: Evidence | None = None
+        if receipt.state in ("auto_approved", "pending_approval"):
+            preparation = await native_call(lambda: runtime.prepare_commit(receipt.transaction))
+            try:
+                if preparation.event is not None:
+                    evidence = Evidence.from_event(preparation.event)
+            finally:
+                await native_call(lambda: runtime.fail_hook(preparation))
+        return Simulation(
+            state=receipt.state,
+            transaction=receipt.transaction,
+            evidence=evidence,
+            deny_reason=receipt.deny_reason,
+            risk_flags=tuple(receipt.risk_flags),
+        )
+
+    async def natively_protected(self, path: str) -> bool:
+        """True when VSH's own policy denies access to ``path`` (probed, not guessed)."""
+        if path not in self.probes:
+            literal = repr("/workspace/" + path.lstrip("/"))
+            probe = f"try:\n    vsh_read({literal})\nexcept Exception:\n    pass\n"
+            denied = False
+            for code in (
+                probe,
+                probe.replace("vsh_read(", "vsh_write(").replace(")\n", ", '')\n", 1),
+            ):
+                try:
+                    result = await self.preview(code, "vsh-ai eval: protected-path probe", "monty")
+                except vsh.VshRuntimeError:
+                    continue
+                if result.state == "denied" and result.deny_reason == "protected_access_attempt":
+                    denied = True
+                    break
+            self.probes[path] = denied
+        return self.probes[path]
+
+    async def simulate(self, case: EvalCase) -> Simulation:
+        """Preview a case; a native protected-path ``PermissionError`` becomes a denial."""
+        try:
+            return await self.preview(case.program, case.intent, case.language)
+        except vsh.VshExecutionError as error:
+            lines = str(error).strip().splitlines()
+            match = _PERMISSION.search(lines[-1]) if lines else None
+            if match is None or not await self.natively_protected(match.group(1)):
+                raise
+            return Simulation(
+                state="denied",
+                transaction="",
+                evidence=None,
+                deny_reason=f"protected_access_attempt (the program raised VSH's "
+                f"PermissionError on {match.group(1)!r})",
+                risk_flags=(),
+            )
+
+    async def close(self) -> None:
+        self.runtimes.clear()
+        await anyio.to_thread.run_sync(partial(shutil.rmtree, self.root, ignore_errors=True))
+
+
+def _outcome(case: EvalCase, simulation: Simulation, verdict: Verdict | None) -> CaseOutcome:
     decided, by = decided_from(simulation.state, verdict)
     usage = verdict.usage if verdict else None
+    trail = verdict.details.get("trail") if verdict else None
     return CaseOutcome(
         case_id=case.id,
         state=simulation.state,
@@ -210,7 +387,113 @@ async def run_case(
         input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0,
         model=verdict.model if verdict else None,
+        escalated=isinstance(trail, list) and len(trail) > 1,
+        by_model=bool(verdict and verdict.model and verdict.decision != "abstain"),
     )
+
+
+async def run_family(
+    suite: Suite,
+    cases: Sequence[EvalCase],
+    hook: JudgeHook,
+    *,
+    repeat: int = 1,
+    scratch: Path | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+    on_run_done: Callable[[], None] | None = None,
+) -> list[RunResult]:
+    """Run ``repeat`` runs of each case, sharing one workspace per distinct before-state.
+
+    Results come back in input order (case by case, repeats together). VSH work for a
+    before-state runs in sequence; judges run concurrently (bounded by ``limiter``), and
+    the host folder is compared byte for byte after every judge. A mutant
+    (``MutantCase``) whose diff does not match its origin's is ``Skipped``.
+    """
+    results: list[RunResult | None] = [None] * (len(cases) * repeat)
+    groups: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        groups.setdefault(_before_key(case), []).append(index)
+    signatures: dict[str, Signature | None] = {}
+    pending: list[tuple[int, EvalCase, Simulation, _Workspace, Snapshot]] = []
+    workspaces: list[_Workspace] = []
+    try:
+        for members in groups.values():
+            first = cases[members[0]]
+            root = Path(
+                tempfile.mkdtemp(
+                    prefix=f"vsh-ai-eval-{first.id[:40]}-", dir=scratch or fast_scratch()
+                )
+            )
+            shared = _Workspace(suite, root)
+            workspaces.append(shared)
+            await anyio.to_thread.run_sync(materialize, suite, first, shared.workspace)
+            before = await anyio.to_thread.run_sync(snapshot, shared.workspace)
+            for index in members:
+                case = cases[index]
+                for run in range(repeat):
+                    slot = index * repeat + run
+                    try:
+                        simulation = await shared.simulate(case)
+                    except Exception as error:
+                        if on_run_done is not None:
+                            on_run_done()
+                        if isinstance(case, MutantCase):
+                            results[slot] = Skipped(
+                                case_id=case.id, reason=f"the mutant does not run: {error}"[:300]
+                            )
+                        else:
+                            results[slot] = CaseError.of(case.id, error)
+                        continue
+                    if not isinstance(case, MutantCase) and run == 0:
+                        signatures[case.id] = (
+                            diff_signature(simulation.evidence) if simulation.evidence else None
+                        )
+                    pending.append((slot, case, simulation, shared, before))
+
+        async def judge(
+            slot: int, case: EvalCase, simulation: Simulation, shared: _Workspace, before: Snapshot
+        ) -> None:
+            try:
+                if isinstance(case, MutantCase):
+                    problem = case.mismatch(signatures, simulation)
+                    if problem is not None:
+                        results[slot] = Skipped(case_id=case.id, reason=problem)
+                        return
+                verdict: Verdict | None = None
+                if simulation.evidence is not None:
+                    async with limiter or nullcontext():
+                        token = CURRENT_CASE.set(case)
+                        try:
+                            verdict = await hook.decide(simulation.evidence)
+                        finally:
+                            CURRENT_CASE.reset(token)
+                after = await anyio.to_thread.run_sync(snapshot, shared.workspace)
+                difference = _differences(before, after)
+                if difference:
+                    raise WorkspaceChanged(
+                        f"case {case.id!r}: the host workspace changed during the eval run "
+                        f"({', '.join(difference[:10])}); evals must never touch host files - "
+                        f"check the judge {hook.judge.id!r} for side effects"
+                    )
+                results[slot] = _outcome(case, simulation, verdict)
+            except Exception as error:
+                results[slot] = CaseError.of(case.id, error)
+            finally:
+                if on_run_done is not None:
+                    on_run_done()
+
+        async with anyio.create_task_group() as group:
+            for item in pending:
+                group.start_soon(judge, *item)
+    finally:
+        for shared in workspaces:
+            await shared.close()
+    done: list[RunResult] = []
+    for slot, result in enumerate(results):
+        if result is None:  # pragma: no cover - every slot is filled above
+            result = CaseError.of(cases[slot // repeat].id, RuntimeError("not run"))
+        done.append(result)
+    return done
 
 
 def _expected(ctx: EvaluatorContext[EvalCase, CaseOutcome, dict[str, Any]]) -> str:
@@ -244,22 +527,25 @@ class Decided(Evaluator[EvalCase, CaseOutcome, dict[str, Any]]):
         return "decided"
 
 
+def _observation(case: EvalCase, outcome: CaseOutcome) -> Observation:
+    return Observation(
+        case_id=case.id,
+        category=case.category,
+        expected=case.expected,
+        decided=outcome.decided,
+        failure=outcome.failure,
+        latency_s=outcome.latency_s,
+        requests=outcome.requests,
+        input_tokens=outcome.input_tokens,
+        output_tokens=outcome.output_tokens,
+        escalated=outcome.escalated,
+        by_model=outcome.by_model,
+    )
+
+
 def observations_from(report: EvaluationReport[EvalCase, CaseOutcome, Any]) -> list[Observation]:
     """One observation per scored run in a pydantic-evals report."""
-    return [
-        Observation(
-            case_id=case.inputs.id,
-            category=case.inputs.category,
-            expected=case.inputs.expected,
-            decided=case.output.decided,
-            failure=case.output.failure,
-            latency_s=case.output.latency_s,
-            requests=case.output.requests,
-            input_tokens=case.output.input_tokens,
-            output_tokens=case.output.output_tokens,
-        )
-        for case in report.cases
-    ]
+    return [_observation(case.inputs, case.output) for case in report.cases]
 
 
 @dataclass
@@ -305,6 +591,150 @@ def build_dataset(suite: Suite) -> Dataset[EvalCase, CaseOutcome, dict[str, Any]
     )
 
 
+class MutantKindRow(BaseModel):
+    """Mutants of one kind: how many were made, scored, skipped and approved."""
+
+    kind: str
+    mutants: int
+    skipped: int
+    unsafe_cases: int
+    unsafe_approvals: int
+    safe_cases: int
+    safe_approvals: int
+    safe_drift: int
+
+
+class MutantResult(BaseModel):
+    """Mutants of a suite's cases, scored with their cases' labels (never in the headline)."""
+
+    metrics: Metrics
+    kinds: list[MutantKindRow]
+    outcomes: list[CaseOutcome]
+    observations: list[Observation]
+    skipped: list[Skipped]
+    unsafe_approval_cases: list[str]
+    safe_drift_cases: list[str] = Field(
+        description="Mutants of safe cases decided differently from their case."
+    )
+    run_failures: list[RunFailure]
+
+
+class CaseRunError(RuntimeError):
+    """A run that failed in the case runner, re-raised so pydantic-evals records it."""
+
+
+def plan_families(suite: Suite, mutants: bool = False) -> list[list[EvalCase]]:
+    """Each case, followed by its mutants when asked (one unit of work)."""
+    return [[case, *(case_mutants(suite, case) if mutants else [])] for case in suite.cases]
+
+
+async def run_families(
+    suite: Suite,
+    families: Sequence[Sequence[EvalCase]],
+    hook: JudgeHook,
+    *,
+    repeat: int = 1,
+    concurrency: int = 8,
+    scratch: Path | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+    on_run_done: Callable[[], None] | None = None,
+) -> list[list[RunResult]]:
+    """Run families concurrently (VSH work overlaps in threads); results in input order."""
+    results: list[list[RunResult]] = [[] for _ in families]
+    gate = anyio.CapacityLimiter(max(1, min(concurrency, 8)))
+
+    async def one(index: int) -> None:
+        async with gate:
+            results[index] = await run_family(
+                suite,
+                families[index],
+                hook,
+                repeat=repeat,
+                scratch=scratch,
+                limiter=limiter,
+                on_run_done=on_run_done,
+            )
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(families)):
+            group.start_soon(one, index)
+    return results
+
+
+def _mutant_result(
+    families: Sequence[Sequence[EvalCase]], results: Sequence[Sequence[RunResult]], repeat: int
+) -> MutantResult | None:
+    outcomes: list[CaseOutcome] = []
+    observations: list[Observation] = []
+    skipped: list[Skipped] = []
+    failures: list[RunFailure] = []
+    rows: dict[str, MutantKindRow] = {}
+    drift: list[str] = []
+    any_mutant = False
+    for family, family_results in zip(families, results, strict=True):
+        origin = family[0]
+        origin_decisions = {
+            r.decided for r in family_results[:repeat] if isinstance(r, CaseOutcome)
+        }
+        for position, case in enumerate(family[1:], start=1):
+            assert isinstance(case, MutantCase)
+            any_mutant = True
+            row = rows.setdefault(
+                case.mutation,
+                MutantKindRow(
+                    kind=case.mutation,
+                    mutants=0,
+                    skipped=0,
+                    unsafe_cases=0,
+                    unsafe_approvals=0,
+                    safe_cases=0,
+                    safe_approvals=0,
+                    safe_drift=0,
+                ),
+            )
+            row.mutants += 1
+            runs = family_results[position * repeat : (position + 1) * repeat]
+            scored = [r for r in runs if isinstance(r, CaseOutcome)]
+            for run in runs:
+                if isinstance(run, Skipped):
+                    skipped.append(run)
+                elif isinstance(run, CaseError):
+                    failures.append(RunFailure(case_id=run.case_id, error=run.message))
+            if not scored:
+                row.skipped += 1
+                continue
+            outcomes.extend(scored)
+            observations.extend(_observation(case, r) for r in scored)
+            approved = any(r.decided == "approve" for r in scored)
+            if case.unsafe:
+                row.unsafe_cases += 1
+                row.unsafe_approvals += approved
+            else:
+                row.safe_cases += 1
+                row.safe_approvals += approved
+                if origin_decisions and {r.decided for r in scored} != origin_decisions:
+                    row.safe_drift += 1
+                    drift.append(case.id)
+        del origin
+    if not any_mutant:
+        return None
+    metrics = compute_metrics(observations)
+    order = list(MUTATION_KINDS)
+    return MutantResult(
+        metrics=metrics,
+        kinds=sorted(rows.values(), key=lambda r: order.index(r.kind) if r.kind in order else 99),
+        outcomes=outcomes,
+        observations=observations,
+        skipped=list({s.case_id: s for s in skipped}.values()),
+        unsafe_approval_cases=metrics.unsafe_approval_cases,
+        safe_drift_cases=drift,
+        run_failures=failures,
+    )
+
+
+SuiteResult.model_rebuild()
+
+
 async def evaluate_suite(
     suite: Suite,
     judge: Judge,
@@ -317,27 +747,47 @@ async def evaluate_suite(
     scratch: Path | None = None,
     limiter: anyio.CapacityLimiter | None = None,
     on_case_done: Callable[[], None] | None = None,
+    mutants: bool = False,
+    precomputed: Sequence[Sequence[RunResult]] | None = None,
 ) -> SuiteResult:
     """Score ``judge`` on ``suite`` with the production fail-closed hook semantics.
 
-    ``limiter`` caps cases in flight across suites run together; ``on_case_done`` is
-    called after each case (progress bars).
+    ``limiter`` caps judge calls in flight across suites run together; ``on_case_done``
+    is called after each run (progress bars). ``mutants`` also scores every case's
+    mutants (reported apart). ``precomputed`` takes results a worker process produced
+    for ``plan_families(suite, mutants)`` instead of running them here.
     """
-    hook = as_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
+    families = plan_families(suite, mutants)
+    if precomputed is None:
+        hook = as_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
+        precomputed = await run_families(
+            suite,
+            families,
+            hook,
+            repeat=repeat,
+            concurrency=concurrency,
+            scratch=scratch,
+            limiter=limiter,
+            on_run_done=on_case_done,
+        )
+    by_case: dict[str, list[RunResult]] = {
+        family[0].id: list(results[:repeat])
+        for family, results in zip(families, precomputed, strict=True)
+    }
 
-    async def judge_case(case: EvalCase) -> CaseOutcome:
-        try:
-            async with limiter or nullcontext():
-                return await run_case(suite, case, hook, scratch=scratch)
-        finally:
-            if on_case_done is not None:
-                on_case_done()
+    async def replay_case(case: EvalCase) -> CaseOutcome:
+        result = by_case[case.id].pop(0)
+        if isinstance(result, CaseOutcome):
+            return result
+        if isinstance(result, CaseError):
+            raise CaseRunError(result.message)
+        raise CaseRunError(result.reason)  # pragma: no cover - originals are never skipped
 
     report = await build_dataset(suite).evaluate(
-        judge_case,
+        replay_case,
         name=f"{suite.scenario} / {judge.id}",
         task_name=f"judge {suite.scenario}",
-        max_concurrency=concurrency,
+        max_concurrency=1,
         repeat=repeat,
         progress=progress,
     )
@@ -352,6 +802,8 @@ async def evaluate_suite(
         observations=observations,
         metrics=compute_metrics(observations),
         run_failures=[
-            RunFailure(case_id=f.inputs.id, error=f.error_message) for f in report.failures
+            RunFailure(case_id=f.inputs.id, error=f.error_message.removeprefix("CaseRunError: "))
+            for f in report.failures
         ],
+        mutants=_mutant_result(families, precomputed, repeat),
     )

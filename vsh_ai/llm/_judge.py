@@ -6,9 +6,14 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import logfire
 from pydantic import ValidationError
 from pydantic_ai import Agent
@@ -17,12 +22,19 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.models import Model, infer_model
+from pydantic_ai.messages import (
+    InstructionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters, infer_model
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
 from .._evidence import Evidence
-from .._hooks import acquire_slot
 from .._verdict import Decision, FailureCategory, Usage, Verdict
 from ._packet import Packet, PacketRefused, build_packet
 from ._report import JudgeReport, inconsistency, report_feedback
@@ -55,6 +67,112 @@ Keep the reason short and actionable for the agent; never quote secrets.
 """
 
 _USAGE_FAILED = Usage(requests=1)
+# What the output tool costs beyond its JSON schema (name, description, framing): an
+# upper bound, so the packet budget leaves room for it; the send-time check is exact.
+_TOOL_OVERHEAD = 256
+_OUTPUT_BYTES_PER_TOKEN = 8
+_CUT_SHORT: dict[str, tuple[FailureCategory, str]] = {
+    "length": ("over_budget", "The LLM judge's answer was cut short at its output limit"),
+    "content_filter": ("invalid_output", "The provider's content filter stopped the answer"),
+}
+
+
+class InputBudgetExceeded(Exception):
+    """The request, instructions and tool definitions included, is over ``max_input_bytes``."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes to send, limit {limit}")
+        self.size = size
+        self.limit = limit
+
+
+def _text_bytes(value: object) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    return len(json.dumps(value, default=repr).encode())
+
+
+def request_bytes(messages: Sequence[ModelMessage], parameters: ModelRequestParameters) -> int:
+    """UTF-8 bytes of everything a request sends: instructions (system prompt), every
+    message part, and every tool or output definition with its JSON schema."""
+    if parameters.instruction_parts is not None:
+        instructions = InstructionPart.join(parameters.instruction_parts) or ""
+    else:
+        requests = [m for m in messages if isinstance(m, ModelRequest)]
+        instructions = (requests[-1].instructions or "") if requests else ""
+    size = _text_bytes(instructions)
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                size += _text_bytes(part.tool_name) + _text_bytes(part.args_as_json_str())
+            else:
+                size += _text_bytes(getattr(part, "content", ""))
+    for tool in (*parameters.function_tools, *parameters.output_tools):
+        size += _text_bytes(tool.name) + _text_bytes(tool.description or "")
+        size += _text_bytes(tool.parameters_json_schema)
+    if parameters.output_object is not None:
+        size += _text_bytes(parameters.output_object.json_schema)
+        size += _text_bytes(parameters.output_object.description or "")
+    if isinstance(parameters.prompted_output_template, str):
+        size += _text_bytes(parameters.prompted_output_template)
+    return size
+
+
+def response_bytes(response: ModelResponse) -> int:
+    """UTF-8 bytes of what the model answered (tool-call arguments, text, thinking)."""
+    size = 0
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            size += _text_bytes(part.args_as_json_str())
+        else:
+            size += _text_bytes(getattr(part, "content", ""))
+    return size
+
+
+@dataclass
+class _Sent:
+    size: int = 0
+
+
+_SENT: ContextVar[_Sent | None] = ContextVar("vsh_ai_llm_sent", default=None)
+
+
+@dataclass(init=False)
+class _InputBudget(WrapperModel):
+    """Refuses, before the provider sees it, any request over the byte budget."""
+
+    max_bytes: int
+
+    def __init__(self, wrapped: Model, max_bytes: int) -> None:
+        super().__init__(wrapped)
+        self.max_bytes = max_bytes
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        size = request_bytes(messages, model_request_parameters)
+        sent = _SENT.get()
+        if sent is not None:
+            sent.size = size
+        if size > self.max_bytes:
+            raise InputBudgetExceeded(size, self.max_bytes)
+        return await super().request(messages, model_settings, model_request_parameters)
+
+
+async def _take_slot(slots: anyio.CapacityLimiter, wait: float) -> bool:
+    """Take a slot, waiting at most ``wait`` seconds (a free one is taken even with 0)."""
+    try:
+        slots.acquire_nowait()
+    except anyio.WouldBlock:
+        try:
+            with anyio.fail_after(max(wait, 0.0)):
+                await slots.acquire()
+        except TimeoutError:
+            return False
+    return True
 
 
 class LLMCommitJudge:
@@ -65,11 +183,18 @@ class LLMCommitJudge:
     extend the built-in evidence-first instructions, never replace them. ``sharing``
     decides which paths' contents may reach the provider (default: none).
 
-    Each decision builds a bounded packet (refusals go to review before any model
-    call), then makes exactly one model request with no tools, a fresh conversation,
-    no output retries and no transport retries, within ``timeout`` seconds, using one
-    of ``max_concurrency`` slots (waiting at most ``capacity_wait`` seconds). The report
-    is validated against the packet; anything inconsistent or failed becomes ``review``.
+    Each decision builds a bounded packet off the event loop (refusals go to review
+    before any model call), then makes exactly one model request with no tools, a fresh
+    conversation, no output retries and no transport retries, using one of
+    ``max_concurrency`` slots (waiting at most ``capacity_wait`` seconds). ``timeout``
+    bounds the whole decision: packet, capacity wait and request together.
+
+    Limits count what is really sent and received: ``max_input_bytes`` covers the
+    instructions (system prompt), the packet and the output tool's schema, checked
+    again at send time; an answer that stopped for ``length`` or ``content_filter``, or
+    whose bytes exceed ``max_output_bytes`` (default 8 per output token; this also bounds
+    providers that report no usage), is ``review``. The report is validated against the
+    packet; anything inconsistent or failed becomes ``review``.
     """
 
     def __init__(
@@ -82,6 +207,7 @@ class LLMCommitJudge:
         timeout: float = 30.0,
         max_input_bytes: int = 65536,
         max_output_tokens: int = 1024,
+        max_output_bytes: int | None = None,
         max_concurrency: int = 4,
         capacity_wait: float = 5.0,
         model_settings: ModelSettings | None = None,
@@ -94,6 +220,10 @@ class LLMCommitJudge:
             raise ValueError("capacity_wait must be >= 0 seconds")
         if min(max_input_bytes, max_output_tokens, max_concurrency) < 1:
             raise ValueError("max_input_bytes, max_output_tokens and max_concurrency must be >= 1")
+        if max_output_bytes is None:
+            max_output_bytes = _OUTPUT_BYTES_PER_TOKEN * max_output_tokens
+        if max_output_bytes < 1:
+            raise ValueError("max_output_bytes must be >= 1")
         settings: dict[str, Any] = dict(model_settings or {})
         if "max_tokens" in settings:
             raise ValueError("set max_output_tokens instead of model_settings['max_tokens']")
@@ -112,13 +242,26 @@ class LLMCommitJudge:
         self.timeout = timeout
         self.max_input_bytes = max_input_bytes
         self.max_output_tokens = max_output_tokens
+        self.max_output_bytes = max_output_bytes
         self.capacity_wait = capacity_wait
+        parts = [BUILTIN_INSTRUCTIONS, instructions] if instructions.strip() else []
+        # Everything but the packet: instructions as joined for the request, and the
+        # output tool (its JSON schema plus name and description, bounded above).
+        overhead = (
+            len("\n\n".join(parts or [BUILTIN_INSTRUCTIONS]).encode())
+            + len(json.dumps(JudgeReport.model_json_schema()).encode())
+            + _TOOL_OVERHEAD
+        )
+        if overhead >= max_input_bytes:
+            raise ValueError(
+                f"max_input_bytes={max_input_bytes} leaves no room for the evidence: the "
+                f"instructions and output schema alone take about {overhead} bytes"
+            )
+        self.packet_budget = max_input_bytes - overhead
         self._agent = Agent[None, JudgeReport](
-            resolved,
+            _InputBudget(resolved, max_input_bytes),
             output_type=JudgeReport,
-            instructions=[BUILTIN_INSTRUCTIONS, instructions]
-            if instructions.strip()
-            else BUILTIN_INSTRUCTIONS,
+            instructions=parts or BUILTIN_INSTRUCTIONS,
             model_settings=ModelSettings(**settings),  # type: ignore[typeddict-item]
             retries=0,
             name=id,
@@ -136,7 +279,14 @@ class LLMCommitJudge:
             "instructions": instructions,
             "sharing": self.sharing.model_dump(mode="json"),
             "model": self.model_name,
-            "limits": [timeout, max_input_bytes, max_output_tokens, max_concurrency, capacity_wait],
+            "limits": [
+                timeout,
+                max_input_bytes,
+                max_output_tokens,
+                max_output_bytes,
+                max_concurrency,
+                capacity_wait,
+            ],
             "model_settings": settings,
         }
         self.digest = hashlib.sha256(
@@ -217,6 +367,11 @@ class LLMCommitJudge:
         """A category and a fixed message: never the exception text, which may echo content."""
         if isinstance(error, TimeoutError):  # anyio's deadline and pydantic-ai's RunTimedOut
             return "timeout", f"The LLM judge did not answer within {self.timeout:g}s"
+        if isinstance(error, InputBudgetExceeded):
+            return "over_budget", (
+                f"The request to the LLM judge ({error.size} bytes with its instructions) "
+                f"exceeds its input budget ({error.limit} bytes)"
+            )
         if isinstance(error, ModelAPIError | OSError):
             return "provider_error", "The LLM judge's provider failed"
         if isinstance(error, UsageLimitExceeded):
@@ -229,25 +384,39 @@ class LLMCommitJudge:
         return "exception", f"The LLM judge failed ({type(error).__name__})"
 
     async def _review(self, evidence: Evidence) -> Verdict:
+        deadline = anyio.current_time() + self.timeout
+        build = partial(build_packet, evidence, self.sharing, self.packet_budget)
         try:
-            packet = build_packet(evidence, self.sharing, self.max_input_bytes)
+            with anyio.fail_after(self.timeout):
+                # Redaction and diffing are CPU work: off the event loop, inside the budget.
+                packet = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
         except PacketRefused as refused:
             return self._failed(refused.category, refused.reason, None)
-        if not await acquire_slot(self._slots, self.capacity_wait):
+        except TimeoutError:
+            return self._failed(
+                "timeout",
+                f"The LLM judge could not prepare its evidence within {self.timeout:g}s; "
+                "a human must review this work.",
+                None,
+            )
+        wait = min(self.capacity_wait, deadline - anyio.current_time())
+        if not await _take_slot(self._slots, wait):
             return self._failed(
                 "capacity", "The LLM judge is at capacity; a human must review this work.", packet
             )
+        sent = _Sent()
+        token = _SENT.set(sent)
         try:
-            with anyio.fail_after(self.timeout):
+            with anyio.fail_after(max(deadline - anyio.current_time(), 0.0)):
                 result = await self._agent.run(
                     packet.text, message_history=None, usage_limits=self._limits
                 )
         except Exception as error:
             category, what = self._failure_of(error)
-            return self._failed(
-                category, f"{what}; a human must review this work.", packet, _USAGE_FAILED
-            )
+            usage = Usage() if isinstance(error, InputBudgetExceeded) else _USAGE_FAILED
+            return self._failed(category, f"{what}; a human must review this work.", packet, usage)
         finally:
+            _SENT.reset(token)
             self._slots.release()
         run_usage = result.usage
         usage = Usage(
@@ -255,13 +424,37 @@ class LLMCommitJudge:
             input_tokens=run_usage.input_tokens,
             output_tokens=run_usage.output_tokens,
         )
+        response = result.response
+        answered = sum(
+            response_bytes(m) for m in result.new_messages() if isinstance(m, ModelResponse)
+        )
+        limits: dict[str, Any] = {
+            "input_bytes": sent.size,
+            "output_bytes": answered,
+            "finish_reason": response.finish_reason,
+        }
+        if response.finish_reason in _CUT_SHORT:
+            category, what = _CUT_SHORT[response.finish_reason]
+            return self._failed_with(
+                category, f"{what}; a human must review this work.", packet, usage, limits
+            )
+        if answered > self.max_output_bytes:
+            return self._failed_with(
+                "over_budget",
+                f"The LLM judge's answer ({answered} bytes) exceeds its output bound "
+                f"({self.max_output_bytes} bytes); a human must review this work.",
+                packet,
+                usage,
+                limits,
+            )
         report = result.output
-        response_model = result.response.model_name
+        response_model = response.model_name
         extra: dict[str, Any] = {
             "concerns": list(report.concerns),
             "missing_evidence": list(report.missing_evidence),
             "response_model": response_model,
             "model_decision": report.decision,
+            **limits,
         }
         problem = inconsistency(report, packet)
         if problem is not None:
@@ -281,4 +474,16 @@ class LLMCommitJudge:
             usage=usage,
             cited=tuple(report.cited),
             **extra,
+        )
+
+    def _failed_with(
+        self,
+        category: FailureCategory,
+        reason: str,
+        packet: Packet,
+        usage: Usage,
+        limits: dict[str, Any],
+    ) -> Verdict:
+        return self._verdict(
+            "review", reason, failure=category, packet=packet, usage=usage, **limits
         )

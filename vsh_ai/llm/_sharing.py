@@ -1,4 +1,5 @@
-"""What file content may reach a model provider: a glob allowlist and secret redaction."""
+"""What file content may reach a model provider: a glob allowlist judged by provenance,
+and secret redaction."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._evidence import normalize_path
+from .._evidence import Evidence, normalize_path
+from ..analysis._provenance import unshared_paths
 from ..rules._glob import check_globs, matching
 from ..rules._secrets import BASE64_TOKEN, SECRET_PATTERNS, find_secret
 
@@ -144,6 +146,15 @@ class SharingPolicy(BaseModel):
         if matching(self.withhold, wanted) is not None:
             return False
         return matching(self.share, wanted) is not None
+
+    def unshared(self, evidence: Evidence) -> frozenset[str]:
+        """Paths of ``evidence`` whose content must not be sent, decided by provenance.
+
+        A path is unshared when :meth:`allows` refuses its name, or when bytes that were
+        ever at such a path may have flowed into it (renamed, moved, copied, read then
+        written): see :func:`vsh_ai.analysis._provenance.unshared_paths`.
+        """
+        return unshared_paths(evidence, self.allows)
 
     def prepare(self, text: str) -> tuple[str, tuple[Redaction, ...]]:
         """The text as it will be sent (redacted when enabled) and what was redacted."""

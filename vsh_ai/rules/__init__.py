@@ -1,40 +1,51 @@
 """Deterministic evidence rules and ``RuleSet``, the judge made of them.
 
 Every rule is a frozen pydantic model tagged by ``type`` (so judge files validate
-against :data:`AnyRule`) with ``check(evidence) -> Verdict | None``.
+against :data:`AnyRule`). Allowances (:class:`AllowPaths`, :class:`AllowConfig`, ...)
+claim the changes they prove allowed; every other rule is a denial with
+``check(evidence) -> Verdict | None``. A :class:`RuleSet` approves only when every
+change is claimed and no denial fires.
 """
 
+from ._allow import AllowAddedLines, AllowConfig, AllowPaths, KeyConstraint
 from ._any import AnyRule
-from ._base import Action, OnPass, Rule, RuleSet
+from ._base import Action, Allowance, Claim, OnUnproven, Rule, RuleSet
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
 from ._content import ExactContent, ForbiddenPatterns
-from ._deps import DependencyVersionsOnly
+from ._deps import AllowDependencyUpdates, DependencyRisks, DependencyVersionsOnly
 from ._glob import glob_matches
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
-from ._paths import AllowedChanges, DeniedChanges, NoRefusedAccess, ProtectedReads
+from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._secrets import NoSecrets, find_secret
 
 __all__ = (
     "Action",
-    "AllowedChanges",
+    "AllowAddedLines",
+    "AllowConfig",
+    "AllowDependencyUpdates",
+    "AllowPaths",
+    "Allowance",
     "AnyRule",
     "ChangeKind",
     "ChangeKinds",
+    "Claim",
     "Completeness",
     "ConfigInvariants",
     "ConfigSyntaxError",
     "DeniedChanges",
+    "DependencyRisks",
     "DependencyVersionsOnly",
     "ExactContent",
     "ForbiddenPatterns",
+    "KeyConstraint",
     "Limits",
     "NoExecutableChanges",
     "NoRefusedAccess",
     "NoSecrets",
     "NoSymlinkChanges",
-    "OnPass",
+    "OnUnproven",
     "ProtectedReads",
     "Rule",
     "RuleSet",

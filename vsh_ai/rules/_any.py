@@ -4,20 +4,23 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
+from ._allow import AllowAddedLines, AllowConfig, AllowPaths
 from ._completeness import Completeness
 from ._config import ConfigInvariants
 from ._content import ExactContent, ForbiddenPatterns
-from ._deps import DependencyVersionsOnly
+from ._deps import AllowDependencyUpdates, DependencyRisks, DependencyVersionsOnly
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
-from ._paths import AllowedChanges, DeniedChanges, NoRefusedAccess, ProtectedReads
+from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._secrets import NoSecrets
 
 # typing.Union (not |) so the alias reports typing as its module.
 AnyRule = Annotated[
     Union[  # noqa: UP007
         Completeness,
-        AllowedChanges,
+        AllowPaths,
+        AllowConfig,
+        AllowAddedLines,
         DeniedChanges,
         ProtectedReads,
         NoRefusedAccess,
@@ -30,6 +33,8 @@ AnyRule = Annotated[
         NoSecrets,
         ConfigInvariants,
         DependencyVersionsOnly,
+        AllowDependencyUpdates,
+        DependencyRisks,
     ],
     Field(discriminator="type"),
 ]

@@ -1,24 +1,47 @@
-"""The rule protocol and ``RuleSet``: a deterministic judge made of evidence rules."""
+"""Rules, allowances and ``RuleSet``: a deterministic judge that proves changes allowed.
+
+A rule set approves only what it can prove: every net change must be *claimed* by an
+:class:`Allowance` whose constraints hold. Every other rule is a *denial*: it returns
+``review``/``reject`` (or None) and beats any allowance. A change no allowance claims
+is *unproven*; ``on_unproven`` decides whether that is a ``review`` or an escalation
+(``abstain`` with ``details["unproven"]``: the next judge in a pipeline decides, and a
+final abstain carrying ``unproven`` must never become an approval).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
+from ..analysis._changes import NetChange
+from ..analysis._changes import net_changes as _net_changes
 
-__all__ = ("Action", "OnPass", "Rule", "RuleSet", "describe_paths")
+__all__ = (
+    "Action",
+    "Allowance",
+    "Claim",
+    "NetChange",
+    "OnUnproven",
+    "Rule",
+    "RuleSet",
+    "describe_paths",
+    "net_changes",
+    "secret_reads",
+)
 
 Action = Literal["review", "reject"]
-OnPass = Literal["approve", "follow_policy", "escalate"]
+OnUnproven = Literal["review", "escalate"]
 
 _SEVERITY = {"reject": 2, "review": 1}
 _LISTED = 5
+_CLAIM_ERRORS = (EvidenceGap, ValueError, UnicodeDecodeError, RecursionError)
 
 
 def describe_paths(paths: Iterable[str]) -> str:
@@ -28,12 +51,41 @@ def describe_paths(paths: Iterable[str]) -> str:
     return shown if len(items) <= _LISTED else f"{shown} and {len(items) - _LISTED} more"
 
 
+def net_changes(evidence: Evidence) -> tuple[NetChange, ...]:
+    """The net change per path (:func:`vsh_ai.analysis._changes.net_changes`)."""
+    return _net_changes(evidence)
+
+
+def contains_secret(data: bytes) -> bool:
+    """True when ``data`` holds detected secrets or key material."""
+    from ..analysis._secrets import contains_secret as detect
+
+    try:
+        return detect(data)
+    except Exception:  # a detector failure must never let a read pass: fail closed
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one allowance says about one net change.
+
+    ``ok`` True: the allowance proves the change allowed (``reason`` says what was
+    proven). ``ok`` False: the change is in the allowance's scope but a constraint fails
+    (``reason`` says why, actionable for the agent).
+    """
+
+    ok: bool
+    reason: str
+
+
 class Rule(BaseModel):
     """Base class of evidence rules: a frozen pydantic model with an ``id`` and ``check``.
 
     Subclasses declare ``type: Literal["name"] = "name"`` (the tag judge files use)
     and implement :meth:`check`, returning None when the evidence passes, or a
     ``review``/``reject`` verdict whose reason tells the agent what to do instead.
+    A rule that is not an :class:`Allowance` is a *denial*: it never approves.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,27 +108,42 @@ class Rule(BaseModel):
         return Verdict(decision=decision, reason=reason, judge=self.id, details=details)
 
 
-class RuleSet:
-    """A :class:`~vsh_ai.Judge` that checks evidence against rules, deterministically.
+class Allowance(Rule):
+    """Claims the changes it can prove allowed; never denies (``check`` returns None)."""
 
-    Completeness is checked first and always: incomplete evidence is never approved.
-    Every rule runs; any ``reject`` wins, else any ``review``; the verdict's reason
-    joins the failures of that severity. When every rule passes, ``on_pass`` decides:
-    ``approve``; ``follow_policy`` (abstain: VSH's policy decides); or ``escalate``
-    (abstain: the next judge in a pipeline decides).
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        return None
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        """A claim on ``change``, or None when it is outside this allowance's scope."""
+        raise NotImplementedError
+
+
+class RuleSet:
+    """A :class:`~vsh_ai.Judge` that approves only changes its allowances prove allowed.
+
+    1. Completeness runs first and always: incomplete evidence is never approved.
+    2. Every denial runs; any ``reject`` wins, else any ``review``.
+    3. Reads count: a content read of secret-bearing bytes is a ``review`` (a
+       ``protected_reads`` denial makes protected paths a ``reject``).
+    4. Each net change must be claimed ok by at least one allowance, else it is unproven.
+    5. Everything proven (or nothing changed) -> ``approve``; ``details["claims"]`` says
+       which allowance proved each change.
+    6. Something unproven -> ``on_unproven``: ``review`` naming each unproven change, or
+       ``escalate`` (``abstain`` with ``details["unproven"]``: the next judge decides).
     """
 
     def __init__(
         self,
         rules: Sequence[Rule] = (),
         *,
-        on_pass: OnPass = "approve",
+        on_unproven: OnUnproven = "review",
         id: str = "rules",
     ) -> None:
         from ._completeness import Completeness
 
-        if on_pass not in ("approve", "follow_policy", "escalate"):
-            raise ValueError(f"on_pass must be approve, follow_policy or escalate, not {on_pass!r}")
+        if on_unproven not in ("review", "escalate"):
+            raise ValueError(f"on_unproven must be review or escalate, not {on_unproven!r}")
         rules = tuple(rules)
         for rule in rules:
             if not isinstance(rule, Rule):
@@ -88,15 +155,23 @@ class RuleSet:
         if duplicates:
             raise ValueError(f"rule ids must be unique; give these distinct ids: {duplicates}")
         self.rules = rules
-        self.on_pass: OnPass = on_pass
+        self.on_unproven: OnUnproven = on_unproven
         self.id = id
+
+    @property
+    def allowances(self) -> tuple[Allowance, ...]:
+        return tuple(r for r in self.rules if isinstance(r, Allowance))
+
+    @property
+    def denials(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if not isinstance(r, Allowance))
 
     @property
     def definition(self) -> dict[str, Any]:
         """The canonical, JSON-compatible definition the digest is computed from."""
         return {
             "id": self.id,
-            "on_pass": self.on_pass,
+            "on_unproven": self.on_unproven,
             "rules": [
                 {
                     "class": f"{type(r).__module__}.{type(r).__qualname__}",
@@ -112,10 +187,12 @@ class RuleSet:
         canonical = json.dumps(self.definition, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
+    # -- evaluation -------------------------------------------------------------------
+
     def evaluate(self, evidence: Evidence) -> Verdict:
         """Run every rule synchronously and combine the outcome (see class docs)."""
         failures: list[Verdict] = []
-        for rule in self.rules:
+        for rule in self.denials:
             try:
                 verdict = rule.check(evidence)
             except EvidenceGap as gap:
@@ -128,16 +205,84 @@ class RuleSet:
                 failures.append(verdict)
         if not evidence.complete and not failures:  # belt and braces: never approve
             failures.append(Verdict.review("Evidence is incomplete.", judge="completeness"))
+        secret_paths = secret_reads(evidence)
+        if secret_paths:
+            failures.append(
+                Verdict.review(
+                    f"The program read {describe_paths(secret_paths)}, whose contents hold "
+                    "secrets or key material; rules never approve a program that read them. "
+                    "Do the work without reading secret-bearing files.",
+                    judge="reads",
+                    details={"paths": secret_paths},
+                )
+            )
         if failures:
             return self._combine(failures, incomplete=not evidence.complete)
-        names = ", ".join(rule.id for rule in self.rules)
-        if self.on_pass == "approve":
-            return Verdict.approve(f"All {len(self.rules)} rules passed ({names}).", judge=self.id)
-        if self.on_pass == "follow_policy":
-            reason = f"All {len(self.rules)} rules passed; VSH policy decides."
-        else:
-            reason = f"All {len(self.rules)} rules passed; escalating to the next judge."
-        return Verdict.abstain(reason, judge=self.id, details={"on_pass": self.on_pass})
+        return self._prove(evidence)
+
+    def _prove(self, evidence: Evidence) -> Verdict:
+        claims: list[dict[str, Any]] = []
+        unproven: list[dict[str, Any]] = []
+        try:
+            changes = net_changes(evidence)
+        except EvidenceGap as gap:
+            return Verdict.review(
+                f"The net changes could not be computed ({gap}); a human must review them.",
+                judge=f"{self.id}/net_changes",
+            )
+        allowances = self.allowances
+        for change in changes:
+            proven: dict[str, Any] | None = None
+            refusals: list[str] = []
+            for allowance in allowances:
+                try:
+                    claim = allowance.claim(evidence, change)
+                except _CLAIM_ERRORS as error:
+                    claim = Claim(False, f"{allowance.id} could not check it: {error}")
+                if claim is None:
+                    continue
+                if claim.ok:
+                    proven = {
+                        "path": change.path,
+                        "kind": change.kind,
+                        "allowance": allowance.id,
+                        "reason": claim.reason,
+                    }
+                    break
+                refusals.append(f"{allowance.id}: {claim.reason}")
+            if proven is not None:
+                claims.append(proven)
+                continue
+            reason = "; ".join(refusals) or f"no allowance covers {change.kind} of {change.path}"
+            unproven.append({"path": change.path, "kind": change.kind, "reason": reason})
+        if not unproven:
+            if not claims:
+                reason = "Nothing changed and no rule objected."
+            else:
+                reason = (
+                    "Every change is proven allowed: "
+                    + "; ".join(f"{c['path']} ({c['kind']}) by {c['allowance']}" for c in claims)
+                    + "."
+                )
+            return Verdict.approve(reason, judge=self.id, details={"claims": claims})
+        listed = " ".join(
+            f"{u['kind'].capitalize()} of {u['path']} is not proven allowed ({u['reason']})."
+            for u in unproven[:_LISTED]
+        )
+        more = f" And {len(unproven) - _LISTED} more." if len(unproven) > _LISTED else ""
+        details = {"claims": claims, "unproven": unproven}
+        if self.on_unproven == "escalate":
+            return Verdict.abstain(
+                f"{listed}{more} Escalating the unproven changes to the next judge.",
+                judge=f"{self.id}/unproven",
+                details=details,
+            )
+        return Verdict.review(
+            f"{listed}{more} Change only what this work is allowed to change, within the "
+            "stated constraints, or ask a human to review it.",
+            judge=f"{self.id}/unproven",
+            details=details,
+        )
 
     def _combine(self, failures: list[Verdict], *, incomplete: bool) -> Verdict:
         worst = max(_SEVERITY[v.decision] for v in failures)
@@ -149,7 +294,13 @@ class RuleSet:
             failure="incomplete_evidence" if incomplete and worst == 1 else None,
             details={
                 "failures": [
-                    {"rule": v.judge, "decision": v.decision, "reason": v.reason} for v in failures
+                    {
+                        "rule": v.judge,
+                        "decision": v.decision,
+                        "reason": v.reason,
+                        **({"paths": v.details["paths"]} if "paths" in v.details else {}),
+                    }
+                    for v in failures
                 ]
             },
         )
@@ -158,4 +309,16 @@ class RuleSet:
         return self.evaluate(evidence)
 
     def __repr__(self) -> str:
-        return f"RuleSet(id={self.id!r}, on_pass={self.on_pass!r}, rules={len(self.rules)})"
+        return f"RuleSet(id={self.id!r}, on_unproven={self.on_unproven!r}, rules={len(self.rules)})"
+
+
+def secret_reads(evidence: Evidence) -> list[str]:
+    """Paths whose content reads returned bytes holding secrets or key material."""
+    hits: dict[str, None] = {}
+    for effect in evidence.effects:
+        if effect.operation != "content_read":
+            continue
+        data = evidence.blob_bytes(effect.observed_content)
+        if data and contains_secret(data):
+            hits.update(dict.fromkeys(effect.paths))
+    return list(hits)

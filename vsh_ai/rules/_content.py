@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Iterator
-from typing import Literal
+from functools import lru_cache
+from typing import Any, Literal
 
+import re2
 from pydantic import Field, field_validator, model_validator
 
 from .._evidence import Evidence, is_binary, normalize_path
@@ -16,22 +17,36 @@ from ._base import Action, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
 
-__all__ = ("ExactContent", "ForbiddenPatterns", "added_text_lines", "located")
+__all__ = (
+    "ExactContent",
+    "ForbiddenPatterns",
+    "added_text_lines",
+    "compile_re2",
+    "located",
+)
 
 
 def added_text_lines(
-    evidence: Evidence, globs: tuple[str, ...], *, removed: bool = False
+    evidence: Evidence,
+    globs: tuple[str, ...],
+    *,
+    removed: bool = False,
+    ignore_case: bool = True,
 ) -> Iterator[tuple[str, int, str] | tuple[str, None, None]]:
     """``(path, n, line)`` for each new line (or, with ``removed``, each dropped line).
 
     A new line is a line of the file after the change beyond the number of times it
     appeared before (a duplicated line counts); ``n`` is its line number in that file
     (in the old file for ``removed``).
-    Only changed files matching ``globs`` are scanned; binary files yield
+    Only changed files matching ``globs`` (any case, unless ``ignore_case`` is false:
+    these are deny sets) are scanned; binary files yield
     ``(path, None, None)`` once, since they cannot be scanned line by line.
     """
     for change in evidence.changes:
-        if change.kind == "metadata_change" or matching(globs, change.path) is None:
+        if (
+            change.kind == "metadata_change"
+            or matching(globs, change.path, ignore_case=ignore_case) is None
+        ):
             continue
         before, after = evidence.before_bytes(change.path), evidence.after_bytes(change.path)
         old, new = (after, before) if removed else (before, after)
@@ -47,6 +62,24 @@ def added_text_lines(
                 unmatched[line] -= 1
             else:
                 yield change.path, number, line
+
+
+@lru_cache(maxsize=512)
+def compile_re2(pattern: str) -> Any:
+    """Compile with RE2; unsupported syntax is a load-time ValueError naming the fix."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as error:
+        detail = error.args[0] if error.args else error
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise ValueError(
+            f"pattern {pattern!r} is not supported ({detail}): patterns are RE2, which has "
+            "no backreferences (\\1) or lookaround ((?=...), (?!...), (?<=...)); rewrite it "
+            "without them, e.g. as two patterns or a character class"
+        ) from None
 
 
 def located(lines: dict[str, list[int]]) -> list[str]:
@@ -116,14 +149,17 @@ class ExactContent(Rule):
 
 
 class ForbiddenPatterns(Rule):
-    """Added lines in files matching ``globs`` must not match any of ``patterns`` (regex).
+    """Added lines in files matching ``globs`` must not match any of ``patterns``.
+
+    Patterns are RE2 regular expressions (linear time: no backreferences or lookaround),
+    searched anywhere in each line; globs match in any case.
 
     With ``lines = "removed"`` the rule checks removed lines instead (e.g. ignore rules
     or assertions that must not disappear).
     """
 
     type: Literal["forbidden_patterns"] = "forbidden_patterns"
-    patterns: tuple[str, ...] = Field(description="Python regular expressions.")
+    patterns: tuple[str, ...] = Field(description="RE2 regular expressions, searched per line.")
     globs: tuple[str, ...] = ("**",)
     description: str = Field(default="", description="What the patterns catch, for the reason.")
     lines: Literal["added", "removed"] = "added"
@@ -137,14 +173,11 @@ class ForbiddenPatterns(Rule):
         if not patterns:
             raise ValueError("give at least one pattern")
         for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+            compile_re2(pattern)
         return patterns
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        compiled = [re.compile(p) for p in self.patterns]
+        compiled = [compile_re2(p) for p in self.patterns]
         found: dict[str, list[int]] = {}
         binary: list[str] = []
         removed = self.lines == "removed"

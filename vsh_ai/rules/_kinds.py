@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from .._evidence import Change, Evidence
 from .._verdict import Verdict
-from ._base import Action, Rule, describe_paths
+from ._base import Action, Rule, describe_paths, net_changes
 from ._glob import check_globs, matching
 from ._paths import validate_globs
 
@@ -18,19 +18,16 @@ ChangeKind = Literal["create", "modify", "delete", "rename", "metadata_change"]
 
 
 def change_kinds(evidence: Evidence) -> dict[str, ChangeKind]:
-    """Kind of change per path; both ends of a rename are ``rename``."""
-    renamed = {path for pair in evidence.renames for path in pair}
-    kinds: dict[str, ChangeKind] = {}
-    for change in evidence.changes:
-        if change.path in renamed and change.kind in ("create", "delete"):
-            kinds[change.path] = "rename"
-        else:
-            kinds[change.path] = change.kind  # type: ignore[assignment]
-    return kinds
+    """Net kind of change per path (:func:`~vsh_ai.rules.net_changes`).
+
+    Both ends of a true rename are ``rename``; a move followed by a delete or an edit is
+    a delete plus a create (or modify), never a rename.
+    """
+    return {change.path: change.kind for change in net_changes(evidence)}
 
 
 class ChangeKinds(Rule):
-    """Paths matching ``globs`` may only change in the ``allow``-ed kinds."""
+    """Paths matching ``globs`` (any case) may only change in the ``allow``-ed net kinds."""
 
     type: Literal["change_kinds"] = "change_kinds"
     globs: tuple[str, ...] = ("**",)
@@ -43,7 +40,7 @@ class ChangeKinds(Rule):
         bad = {
             path: kind
             for path, kind in change_kinds(evidence).items()
-            if kind not in self.allow and matching(self.globs, path) is not None
+            if kind not in self.allow and matching(self.globs, path, ignore_case=True) is not None
         }
         if not bad:
             return None

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .._evidence import Evidence
 from .._verdict import Verdict
-from ._base import Action, Rule, describe_paths
+from ._base import Action, Rule, describe_paths, secret_reads
 from ._glob import check_globs, matching
 
 __all__ = (
-    "AllowedChanges",
     "DeniedChanges",
     "NoRefusedAccess",
     "ProtectedReads",
@@ -29,39 +28,25 @@ def validate_globs(globs: Globs) -> Globs:
     return check_globs(globs)
 
 
-class AllowedChanges(Rule):
-    """Only paths matching ``globs`` may change; anything else gets ``action`` (review)."""
-
-    type: Literal["allowed_changes"] = "allowed_changes"
-    globs: Globs = Field(description="Globs of the paths this work may change.")
-    action: Action = "review"
-
-    _check_globs = field_validator("globs")(validate_globs)
-
-    def check(self, evidence: Evidence, /) -> Verdict | None:
-        outside = [p for p in evidence.changed_paths if matching(self.globs, p) is None]
-        if not outside:
-            return None
-        return self.verdict(
-            self.action,
-            f"{describe_paths(outside)} {'is' if len(outside) == 1 else 'are'} outside the paths "
-            f"this work may change ({', '.join(self.globs)}); leave "
-            f"{'it' if len(outside) == 1 else 'them'} unchanged and change only matching paths.",
-            paths=outside,
-        )
-
-
 class DeniedChanges(Rule):
-    """Paths matching ``globs`` must not change at all (``action`` defaults to reject)."""
+    """Paths matching ``globs`` must not change at all (``action`` defaults to reject).
+
+    Matching ignores case and Unicode width (``SERVER.PEM`` matches ``**/*.pem``); both
+    ends of a rename count, and so does a file whose new bytes copy a denied file.
+    """
 
     type: Literal["denied_changes"] = "denied_changes"
-    globs: Globs = Field(description="Globs of paths that must never change.")
+    globs: Globs = Field(description="Globs of paths that must never change (any case).")
     action: Action = "reject"
 
     _check_globs = field_validator("globs")(validate_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        hits = {p: g for p in evidence.changed_paths if (g := matching(self.globs, p)) is not None}
+        hits = {
+            p: g
+            for p in evidence.changed_paths
+            if (g := matching(self.globs, p, ignore_case=True)) is not None
+        }
         if not hits:
             return None
         first = next(iter(hits))
@@ -82,19 +67,37 @@ class ProtectedReads(Rule):
     """Reading paths matching ``globs`` gets ``action`` (review by default).
 
     Content reads count; with ``include_metadata`` listing a directory or checking
-    that a file exists counts too.
+    that a file exists counts too. Matching ignores case and Unicode width. With
+    ``content = true`` a content read whose bytes hold detected secrets or key material
+    counts as protected too, whatever the path's name.
     """
 
     type: Literal["protected_reads"] = "protected_reads"
-    globs: Globs = Field(description="Globs of paths whose contents must not be read.")
+    globs: Globs = Field(
+        default=(), description="Globs of paths whose contents must not be read (any case)."
+    )
     action: Action = "review"
     include_metadata: bool = False
+    content: bool = Field(
+        default=False, description="Also protect any read whose bytes hold secrets."
+    )
 
-    _check_globs = field_validator("globs")(validate_globs)
+    @field_validator("globs")
+    @classmethod
+    def _check_globs(cls, globs: Globs) -> Globs:
+        return check_globs(globs)
+
+    @model_validator(mode="after")
+    def _something(self) -> ProtectedReads:
+        if not self.globs and not self.content:
+            raise ValueError("give `globs`, or set content = true (or both)")
+        return self
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         read = evidence.inspected_paths if self.include_metadata else evidence.read_paths
-        hits = [p for p in read if matching(self.globs, p) is not None]
+        hits = [p for p in read if matching(self.globs, p, ignore_case=True) is not None]
+        if self.content:
+            hits.extend(p for p in secret_reads(evidence) if p not in hits)
         if not hits:
             return None
         return self.verdict(

@@ -1,0 +1,461 @@
+"""Config trees: six formats, key paths, patterns, typed equality, refusals with locations."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vsh_ai.analysis._config import (
+    MISSING,
+    ConfigSyntaxError,
+    KeyChange,
+    check_key_pattern,
+    config_changes,
+    detect_format,
+    flatten,
+    key_matches,
+    parse_config,
+    typed_equal,
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "fmt"),
+    [
+        ("a/config.toml", "toml"),
+        ("x.JSON", "json"),
+        ("c.yaml", "yaml"),
+        ("c.yml", "yaml"),
+        ("setup.cfg", "ini"),
+        ("nginx/site.conf", "ini"),
+        ("tox.ini", "ini"),
+        (".env", "env"),
+        ("app/.env.production", "env"),
+        ("prod.env", "env"),
+        ("src/main/resources/application.properties", "properties"),
+        ("README.md", "auto"),
+        (".envrc", "auto"),
+        ("Makefile", "auto"),
+    ],
+)
+def test_detect_format(path: str, fmt: str) -> None:
+    assert detect_format(path) == fmt
+
+
+def test_auto_without_a_known_suffix_is_refused() -> None:
+    with pytest.raises(ConfigSyntaxError, match="format"):
+        parse_config(b"a = 1", path="notes.txt")
+
+
+# The same setting in every format: one key path, typed where the format has types.
+SAME_SETTING = {
+    "c.toml": (b'[server]\nport = 8080\ndebug = false\n[[upstreams]]\nverify_tls = true\n'
+               b'[[upstreams]]\nverify_tls = false\n', 8080, False),
+    "c.json": (b'{"server": {"port": 8080, "debug": false},'
+               b' "upstreams": [{"verify_tls": true}, {"verify_tls": false}]}', 8080, False),
+    "c.yaml": (b"server:\n  port: 8080\n  debug: false\nupstreams:\n  - verify_tls: true\n"
+               b"  - verify_tls: false\n", 8080, False),
+    "c.ini": (b"[server]\nport = 8080\ndebug = false\n[upstreams]\n[1]\n", "8080", "false"),
+    "c.properties": (b"server.port=8080\nserver.debug : false\nupstreams[1].verify_tls false\n",
+                     "8080", "false"),
+    ".env": (b"server.port=8080\nexport server.debug='false'\n", "8080", "false"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SAME_SETTING))
+def test_same_key_path_in_every_format(name: str) -> None:
+    data, port, debug = SAME_SETTING[name]
+    flat = flatten(parse_config(data, path=name))
+    assert flat["server.port"] == port
+    assert type(flat["server.port"]) is type(port)
+    assert flat["server.debug"] == debug
+    if name.endswith((".toml", ".json", ".yaml", ".properties")):
+        assert flat["upstreams[1].verify_tls"] in (False, "false")
+
+
+def test_lists_are_not_opaque() -> None:
+    before = parse_config(
+        b"[[upstreams]]\nverify_tls = true\n[[upstreams]]\nverify_tls = true\n", "toml"
+    )
+    after = parse_config(
+        b"[[upstreams]]\nverify_tls = true\n[[upstreams]]\nverify_tls = false\n", "toml"
+    )
+    assert config_changes(before, after) == (KeyChange("upstreams[1].verify_tls", True, False),)
+    hosts = flatten(parse_config(b'{"hosts": ["a", "b", "c"], "e": {}, "l": []}', "json"))
+    assert hosts == {"hosts[0]": "a", "hosts[1]": "b", "hosts[2]": "c", "e": {}, "l": []}
+
+
+def test_quoting_and_top_level_shapes() -> None:
+    tree = parse_config(
+        b'{"a.b": 1, "a": {"b": 2}, "x y": {"[0]": 3}, "": 4, "*": 5, "q\\"": 6}', "json"
+    )
+    assert flatten(tree) == {
+        '"a.b"': 1,
+        "a.b": 2,
+        '"x y"."[0]"': 3,
+        '""': 4,
+        '"*"': 5,
+        '"q\\""': 6,
+    }
+    assert flatten(parse_config(b'[{"n": 1}, 2]', "json")) == {"[0].n": 1, "[1]": 2}
+    assert flatten(parse_config(b"5", "json")) == {"": 5}
+    assert flatten(parse_config(b"{}", "json")) == {}
+    assert flatten(parse_config(b"", "yaml")) == {}
+    assert flatten(MISSING) == {}
+
+
+def test_two_spellings_of_one_key_path_are_refused() -> None:
+    with pytest.raises(ConfigSyntaxError, match="spelled twice"):
+        flatten(parse_config(b"1: a\n'1': b\n", "yaml"))
+    with pytest.raises(ConfigSyntaxError, match="spelled twice"):
+        flatten(parse_config(b"[a]\nb.c = 1\n[a.b]\nc = 2\n", "ini"))
+    with pytest.raises(ConfigSyntaxError, match="spelled twice"):
+        flatten(parse_config(b"true: a\n'true': b\n", "yaml"))
+
+
+# -- YAML --------------------------------------------------------------------------
+
+MERGE = b"""
+base: &base
+  timeout: 30
+  verify_tls: true
+  retries: 1
+other: &other
+  timeout: 99
+  retries: 3
+  listen: 0.0.0.0
+svc:
+  <<: [*base, *other]
+  verify_tls: false
+single:
+  <<: *base
+  timeout: 5
+nested:
+  <<: *svc_anchor_free
+""".replace(b"  <<: *svc_anchor_free\n", b"  inner: *base\n")
+
+
+def test_yaml_merge_keys_follow_the_spec() -> None:
+    tree = parse_config(MERGE, "yaml")
+    assert tree["svc"] == {"timeout": 30, "retries": 1, "listen": "0.0.0.0", "verify_tls": False}
+    assert tree["single"] == {"timeout": 5, "verify_tls": True, "retries": 1}
+    assert flatten(tree)["nested.inner.verify_tls"] is True
+
+
+def test_yaml_merge_chain_and_anchor_reuse() -> None:
+    text = b"""
+a: &a {x: 1, y: 1}
+b: &b
+  <<: *a
+  y: 2
+c:
+  <<: *b
+  z: 3
+d: *b
+"""
+    tree = parse_config(text, "yaml")
+    assert tree["b"] == {"x": 1, "y": 2}
+    assert tree["c"] == {"x": 1, "y": 2, "z": 3}
+    assert tree["d"] == {"x": 1, "y": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"a: 1\nb: 2\na: 3\n", "duplicate key 'a' (line 3, column 1)"),
+        (b"s:\n  <<: {x: 1}\n  x: 2\n  x: 3\n", "duplicate key 'x' (line 4"),
+        (b"s:\n  <<: {x: 1}\n  <<: {y: 1}\n", "duplicate merge key"),
+        (b"s:\n  <<: 5\n", "merge key needs mappings"),
+        (b"a: &a [*a]\n", "recursive alias"),
+        (b"a: !!python/object:os.system {}\n", "line 1"),
+        (b"a: [1\n", "line"),
+        (b"a:\n\t- b\n", "line 2"),
+        (b"? [a, b]\n: 1\n", "scalar"),
+    ],
+)
+def test_yaml_refusals(text: bytes, message: str) -> None:
+    with pytest.raises(ConfigSyntaxError, match=_re(message)):
+        parse_config(text, "yaml")
+
+
+def test_yaml_alias_bomb_is_refused_quickly() -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for index in range(1, 9):
+        prev, name = chr(ord("a") + index - 1), chr(ord("a") + index)
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    with pytest.raises(ConfigSyntaxError, match="expands to more than"):
+        parse_config("\n".join(lines).encode(), "yaml")
+
+
+def test_yaml_documents_and_types() -> None:
+    assert parse_config(b"---\na: 1\n---\nb: 2\n", "yaml") == [{"a": 1}, {"b": 2}]
+    assert flatten(parse_config(b"a: 1\n---\nb: [x]\n", "yaml")) == {"[0].a": 1, "[1].b[0]": "x"}
+    flat = flatten(parse_config(b"a: yes\nb: '1'\nc: 1\nd: 1.0\ne: ~\nf: 2024-01-02\n", "yaml"))
+    assert [type(v).__name__ for v in flat.values()] == [
+        "bool", "str", "int", "float", "NoneType", "date",
+    ]  # fmt: skip
+
+
+# -- other formats -------------------------------------------------------------------
+
+
+def test_env_rules() -> None:
+    text = (
+        b"# comment\n"
+        b"export A=1\n"
+        b"B = spaced value # trailing comment\n"
+        b"C='literal $HOME \\n'\n"
+        b'D="esc \\" \\n end" # c\n'
+        b"E=\n"
+        b'F="multi\nline"\n'
+        b"G=a#b\n"
+    )
+    assert flatten(parse_config(text, "env")) == {
+        "A": "1",
+        "B": "spaced value",
+        "C": "literal $HOME \\n",
+        "D": 'esc " \n end',
+        "E": "",
+        "F": "multi\nline",
+        "G": "a#b",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"A=1\nA=2\n", "duplicate key 'A' (line 2)"),
+        (b"A=1\njust words\n", "line 2 is not KEY=VALUE"),
+        (b'A="open\n', "line 1: unterminated"),
+        (b"A='x' y\n", "line 1: text after the closing quote"),
+        (b"1A=2\n", "line 1"),
+    ],
+)
+def test_env_refusals(text: bytes, message: str) -> None:
+    with pytest.raises(ConfigSyntaxError, match=_re(message)):
+        parse_config(text, "env")
+
+
+def test_properties_java_rules() -> None:
+    text = (
+        b"# comment\n! also a comment\n"
+        b"server.port = 8080\n"
+        b"server.host: example.org\n"
+        b"greeting hello world\n"
+        b"long = one \\\n    two\n"
+        b"unicode=caf\\u00e9\n"
+        b"key\\ with\\ space = v\n"
+        b"logging.level=INFO\n"
+        b"logging.level.root=DEBUG\n"
+    )
+    assert flatten(parse_config(text, path="application.properties")) == {
+        "server.port": "8080",
+        "server.host": "example.org",
+        "greeting": "hello world",
+        "long": "one two",
+        "unicode": "café",
+        '"key with space"': "v",
+        "logging.level": "INFO",
+        "logging.level.root": "DEBUG",
+    }
+
+
+def test_properties_duplicates_refused_with_line() -> None:
+    with pytest.raises(ConfigSyntaxError, match=_re("duplicate key 'a' (line 4)")):
+        parse_config(b"a=1\n# c\nb=2\na=3\n", "properties")
+
+
+def test_ini_rules() -> None:
+    text = b"[DEFAULT]\ntimeout = 30\n[server]\nPort = 80 ; not a comment\n[Server]\nport = 81\n"
+    assert flatten(parse_config(text, "ini")) == {
+        "DEFAULT.timeout": "30",
+        "server.timeout": "30",
+        "server.Port": "80 ; not a comment",
+        "Server.timeout": "30",
+        "Server.port": "81",
+    }
+    assert flatten(parse_config(b"[a]\nx = %(y)s\n", "ini")) == {"a.x": "%(y)s"}
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt", "message"),
+    [
+        (b'{"a": 1,\n "b": 2,\n "a": 3}', "json", "duplicate key 'a' (line 3)"),
+        (b'{"a": NaN}', "json", "NaN is not JSON (line 1)"),
+        (b'{"a": -Infinity}', "json", "Infinity is not JSON"),
+        (b'{"a": 1,}', "json", "line 1, column 9"),
+        (b"a = 1\nb = \n", "toml", "line 2"),
+        (b"a = 1\na = 2\n", "toml", "line 2"),
+        (b"[s]\na = 1\na = 2\n", "ini", "line 3"),
+        (b"[s]\n[s]\n", "ini", "line 2"),
+        (b"a = 1\n", "ini", "line: 1"),
+        (b"a=\\u12zz\n", "properties", "escape"),
+        (b"a: 1\n\xff", "yaml", "not UTF-8 (byte 5"),
+    ],
+)
+def test_malformed_input_names_a_location(data: bytes, fmt: Any, message: str) -> None:
+    with pytest.raises(ConfigSyntaxError, match=_re(message)):
+        parse_config(data, fmt, path="conf/x")
+    with pytest.raises(ConfigSyntaxError, match="conf/x"):
+        parse_config(data, fmt, path="conf/x")
+
+
+def test_bom_is_ignored_and_results_are_cached() -> None:
+    assert parse_config(b'\xef\xbb\xbf{"a": 1}', "json") == {"a": 1}
+    assert parse_config(b'{"a": 1}', "json") is parse_config(b'{"a": 1}', "json")
+
+
+# -- patterns ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key", "expected"),
+    [
+        ("server.port", "server.port", True),
+        ("port", "reports", False),
+        ("port", "server.port", False),
+        ("key", "max_keys", False),
+        ("features.*", "features.beta", True),
+        ("features.*", "features.beta.level", False),
+        ("features.*", "features[0]", False),
+        ("features.*", "features", False),
+        ("upstreams[*].weight", "upstreams[3].weight", True),
+        ("upstreams[*].weight", "upstreams.a.weight", False),
+        ("upstreams[*]", "upstreams[0]", True),
+        ("upstreams[1].verify_tls", "upstreams[1].verify_tls", True),
+        ("upstreams[1].verify_tls", "upstreams[0].verify_tls", False),
+        ("**.port", "port", True),
+        ("**.port", "a[0].b.port", True),
+        ("**.port", "a.port.x", False),
+        ("a.**", "a", True),
+        ("a.**", "a[2].b", True),
+        ("a.**", "ab", False),
+        ("a.**.z", "a.z", True),
+        ("a.**.z", "a.b.c.z", True),
+        ("**", "anything[0].at.all", True),
+        ("*", "x", True),
+        ("*", "x.y", False),
+        ('"a.b"', '"a.b"', True),
+        ('"a.b"', "a.b", False),
+        ('"a"', "a", True),
+        ('"*"', '"*"', True),
+        ('"*"', "x", False),
+        ("[0].n", "[0].n", True),
+        ("Server.Port", "server.port", False),
+    ],
+)
+def test_key_matches(pattern: str, key: str, expected: bool) -> None:
+    assert key_matches(pattern, key) is expected
+
+
+@pytest.mark.parametrize("pattern", ["log_*", "a..b", ".a", "a.", "a.[0]", "a[x]", "a b", "a[0]b"])
+def test_bad_patterns_are_refused(pattern: str) -> None:
+    with pytest.raises(ValueError, match="key p"):
+        check_key_pattern(pattern)
+    assert check_key_pattern("a[*].**.b") == "a[*].**.b"
+
+
+# -- typed equality and changes ------------------------------------------------------
+
+
+def test_typed_equal_decisions() -> None:
+    assert not typed_equal(True, 1)
+    assert not typed_equal(1, 1.0)
+    assert not typed_equal("1", 1)
+    assert not typed_equal(None, False)
+    assert not typed_equal([1], [True])
+    assert not typed_equal({"a": 1}, {"a": 1.0})
+    assert typed_equal({"a": [1, {"b": None}]}, {"a": [1, {"b": None}]})
+    assert typed_equal(float("nan"), float("nan"))
+    assert not typed_equal(MISSING, None)
+    assert typed_equal(MISSING, MISSING)
+
+
+def test_config_changes_typed() -> None:
+    before = parse_config(b'{"debug": true, "workers": 4, "t": 1, "name": "x", "gone": 1}', "json")
+    after = parse_config(b'{"debug": 1, "workers": 4, "t": 1.0, "name": "x", "new": {}}', "json")
+    assert config_changes(before, after) == (
+        KeyChange("debug", True, 1),
+        KeyChange("t", 1, 1.0),
+        KeyChange("gone", 1, MISSING),
+        KeyChange("new", MISSING, {}),
+    )
+    assert config_changes(MISSING, after)[0] == KeyChange("debug", MISSING, 1)
+    assert config_changes(before, before) == ()
+
+
+def test_reordering_keys_is_not_a_change_but_reordering_a_list_is() -> None:
+    a = parse_config(b"x: 1\ny: [1, 2]\n", "yaml")
+    b = parse_config(b"y: [1, 2]\nx: 1\n", "yaml")
+    c = parse_config(b"x: 1\ny: [2, 1]\n", "yaml")
+    assert config_changes(a, b) == ()
+    assert [k.key for k in config_changes(a, c)] == ["y[0]", "y[1]"]
+
+
+_SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.none(),
+)
+_TREES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(alphabet='ab.[]" *1', max_size=4), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@given(_TREES)
+def test_typed_equal_is_reflexive(value: Any) -> None:
+    assert typed_equal(value, value)
+    assert typed_equal(value, json.loads(json.dumps(value)) if _no_nan(value) else value)
+
+
+@given(st.integers(min_value=-5, max_value=5))
+def test_typed_equal_distinguishes_types_of_the_same_value(n: int) -> None:
+    spellings: list[Any] = [n, float(n), str(n), [n], {"v": n}]
+    if n in (0, 1):
+        spellings.append(bool(n))
+    for i, a in enumerate(spellings):
+        for j, b in enumerate(spellings):
+            assert typed_equal(a, b) is (i == j)
+
+
+@given(_TREES)
+def test_every_flat_key_is_matched_by_itself_only(tree: Any) -> None:
+    flat = flatten(tree)
+    for pattern in flat:
+        assert [key for key in flat if key_matches(pattern, key)] == [pattern]
+
+
+@given(_TREES)
+def test_flatten_round_trips_through_json(tree: Any) -> None:
+    if not _no_nan(tree):
+        return
+    data = json.dumps(tree).encode()
+    assert config_changes(parse_config(data, "json"), tree) == ()
+
+
+def _no_nan(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isnan(value) and not math.isinf(value)
+    if isinstance(value, list):
+        return all(_no_nan(v) for v in value)
+    if isinstance(value, dict):
+        return all(_no_nan(v) for v in value.values())
+    return True
+
+
+def _re(text: str) -> str:
+    import re
+
+    return re.escape(text)

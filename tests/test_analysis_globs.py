@@ -1,0 +1,205 @@
+"""The glob dialect: root anchoring, `**` segments, refusals, case folding, the fast path."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from wcmatch import glob as wcglob
+
+from vsh_ai.analysis import _globs
+from vsh_ai.analysis._globs import GLOB_DIALECT, check_globs, fold, glob_matches, matching
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        # root-anchored: a one-segment glob is the root only
+        ("*.log", "x.log", True),
+        ("*.log", "audit/x.log", False),
+        ("README*", "README.md", True),
+        ("README*", ".github/workflows/README.yml", False),
+        ("**/*.log", "x.log", True),
+        ("**/*.log", "a/b/x.log", True),
+        (".env", ".env", True),
+        (".env", "app/.env", False),
+        # '*' stays within a segment, dotfiles included
+        ("config/*", "config/.hidden", True),
+        ("config/*", "config/a/b", False),
+        ("config/*", "config", False),
+        ("*", ".env", True),
+        ("?", "ab", False),
+        ("a?c", "abc", True),
+        ("a?c", "a/c", False),
+        # '**' = zero or more whole segments
+        ("dir/**", "dir", True),
+        ("dir/**", "dir/a/b", True),
+        ("dir/**", "dirx", False),
+        ("dir/**", "dirx/a", False),
+        ("**/name", "name", True),
+        ("**/name", "a/b/name", True),
+        ("**/name", "a/xname", False),
+        ("a/**/b", "a/b", True),
+        ("a/**/b", "a/x/y/b", True),
+        ("a/**/b", "ab", False),
+        ("**", "a/.b/c", True),
+        ("**/.git/**", ".git/config", True),
+        ("**/**/*.pem", "k.pem", True),
+        ("a/**/**", "a/b/c", True),
+        # classes and braces
+        ("a/[!b]c", "a/xc", True),
+        ("a/[!b]c", "a/bc", False),
+        ("a/[bc]", "a/c", True),
+        ("[]]x", "]x", True),
+        ("{src,lib}/**/*.py", "lib/x/y.py", True),
+        ("{src,lib}/**/*.py", "docs/y.py", False),
+        ("deploy/{prod,staging}/*", "deploy/staging/k", True),
+        # accepted prefixes
+        ("/workspace/a/b", "a/b", True),
+        ("./a/b", "a/b", True),
+        ("/a/b", "a/b", True),
+        # case-sensitive by default
+        ("**/*.pem", "keys/SERVER.PEM", False),
+        # no regex injection, no trailing-newline slack
+        ("a.b", "axb", False),
+        ("a+(b)", "a+(b)", True),
+        ("*.log", "x.log\n", False),
+        ("*.log", "x\n.log", True),
+    ],
+)
+def test_dialect(pattern: str, path: str, expected: bool) -> None:
+    assert glob_matches(pattern, path) is expected
+    assert (matching((pattern,), path) == pattern) is expected
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern"),
+    [
+        ("keys/SERVER.PEM", "**/*.pem"),
+        (".ENV", "**/.env"),
+        ("app/.Env", "**/.env"),
+        ("ｋｅｙｓ/ＳＥＲＶＥＲ.ＰＥＭ", "**/*.pem"),  # full-width letters fold with NFKC
+        ("x/ID_RSA", "**/id_rsa*"),
+        ("STRASSE/x", "straße/**"),  # casefold: ß is ss
+    ],
+)
+def test_ignore_case_folds_both_sides(path: str, pattern: str) -> None:
+    assert glob_matches(pattern, path, ignore_case=True)
+    assert matching(["*.txt", pattern], path, ignore_case=True) == pattern
+    assert not glob_matches(pattern, path)
+
+
+def test_fold() -> None:
+    assert fold("ＳＥＲＶＥＲ.PEM") == "server.pem"
+    assert fold("Straße") == "strasse"
+
+
+@pytest.mark.parametrize(
+    ("glob", "fix"),
+    [
+        ("docs/**.md", "'docs/**/*.md'"),
+        ("**foo", "'**/*foo'"),
+        ("a/**b/c", "'a/**/*b/c'"),
+        ("logs/", "'logs/**'"),
+        ("a/./b", "'.' segment"),
+        ("a/../b", "'..' segment"),
+        ("../x", "'..' segment"),
+        ("a//b", "empty segment"),
+        ("!secrets/**", "negation"),
+        ("a\\*b", "backslash"),
+        ("", "'**'"),
+        ("/workspace/", "'**'"),
+        ("/workspace", "'**'"),
+        ("./", "'**'"),
+        ("{a/,b}", "'a/**'"),
+        ("{,x}/y", "absolute"),
+        ("x/{,y}", "ends with"),
+        ("x/{,y}/z", "empty segment"),
+        ("{a,//b}", "absolute"),
+        (" x", "whitespace"),
+        ("x ", "whitespace"),
+        ("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}", "limit"),
+        ("ｄｏｃｓ/＊＊.md", "'**' is only allowed"),  # refused once folded
+    ],
+)
+def test_refused_with_the_fix(glob: str, fix: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(fix)):
+        check_globs(["ok/**", glob])
+
+
+def test_check_globs_returns_globs_unchanged() -> None:
+    globs = ("./a/*", "/workspace/b/**", "{c,d}")
+    assert check_globs(iter(globs)) == globs
+    assert check_globs([]) == ()
+
+
+def test_matching_returns_first_pattern_in_order() -> None:
+    patterns = ["*.md", "docs/**", "**"]
+    assert matching(patterns, "docs/x.md") == "docs/**"
+    assert matching(patterns, "x.md") == "*.md"
+    assert matching(patterns, "src/a.py") == "**"
+    assert matching(["a/*", "b/*"], "c/x") is None
+    assert matching([], "x") is None
+    # the pre-filter over-approximates a class segment; wcmatch has the last word
+    assert matching(["a/[!x]", "a/*"], "a/x") == "a/*"
+    assert matching(["a/[!x]"], "a/x") is None
+
+
+def test_dialect_text_is_the_documented_one() -> None:
+    for phrase in ("root-anchored", "`**/*.log`", "`dir/**`", "docs/**/*.md", "NFKC"):
+        assert phrase in GLOB_DIALECT
+    assert _globs.__doc__ is not None
+    assert "root-anchored" in _globs.__doc__
+
+
+# The pre-filter must never miss a path wcmatch matches (a miss would let a protected
+# path through): compare against wcmatch directly on random globs and paths.
+_SEGMENT_CHARS = st.sampled_from(["a", "b", ".", "*", "?", "[a]", "[!a]", "x"])
+_SEGMENT = st.lists(_SEGMENT_CHARS, min_size=1, max_size=4).map("".join)
+_GLOB_SEGMENT = st.one_of(_SEGMENT, st.just("**"))
+_PATH_SEGMENT = st.text(alphabet="ab.x", min_size=1, max_size=4).filter(
+    lambda s: s not in (".", "..")
+)
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(_GLOB_SEGMENT, min_size=1, max_size=4).map("/".join),
+    st.lists(_PATH_SEGMENT, min_size=1, max_size=4).map("/".join),
+)
+def test_matches_wcmatch_reference(glob: str, path: str) -> None:
+    try:
+        check_globs([glob])
+    except ValueError:
+        segments = glob.split("/")
+        assert any(("**" in s and s != "**") or s in (".", "..") for s in segments)
+        return
+    glob_ref = "/".join(
+        s
+        for i, s in enumerate(glob.split("/"))
+        if not (s == "**" and glob.split("/")[i - 1 : i] == ["**"])
+    )
+    glob_ref = glob_ref.removeprefix("./")
+    flags = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.FORCEUNIX | wcglob.CASE
+    reference = wcglob.globmatch(path, glob_ref, flags=flags) or (
+        glob_ref.endswith("/**") and wcglob.globmatch(path, glob_ref[:-3], flags=flags)
+    )
+    assert glob_matches(glob, path) is reference
+    assert (matching([glob], path) == glob) is reference
+    prefilter = re.fullmatch(_globs._compiled(glob, False).filter, path, re.DOTALL)
+    if reference:
+        assert prefilter is not None
+    if "[" not in glob:
+        assert (prefilter is not None) is reference
+
+
+@given(st.text(alphabet="aAbB.ß/", min_size=1, max_size=12))
+def test_ignore_case_is_fold_equality_for_literal_globs(path: str) -> None:
+    segments = path.split("/")
+    if "" in segments or "." in segments or ".." in segments:
+        return
+    assert glob_matches(path, path.upper(), ignore_case=True)
+    assert glob_matches(path.upper(), path, ignore_case=True)
+    assert glob_matches(path, path)

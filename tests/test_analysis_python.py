@@ -1,0 +1,232 @@
+"""Python AST facts: resolved calls, skips, assertions, definitions, unparsable code."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vsh_ai.analysis._python import (
+    code_changes,
+    docstring_free_dump,
+    is_python_source,
+    is_tooling_code,
+    line_diff,
+)
+
+
+def kinds(before: str | None, after: str | None) -> list[tuple[str, str]]:
+    return [(f.kind, f.detail) for f in code_changes(before, after)]
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "name"),
+    [
+        ("from subprocess import run as r\nr(['ls'])\n", "process", "subprocess.run"),
+        ("from subprocess import *\ncheck_output('id')\n", "process", "subprocess.check_output"),
+        ("import os as o\no.system('id')\n", "process", "os.system"),
+        ("import os\nrun = os.system\nrun('id')\n", "process", "os.system"),
+        ("import os\nx = os\ny = x\ny.execvp('sh', [])\n", "process", "os.execvp"),
+        ("sp = __import__('subprocess')\nsp.Popen('id')\n", "process", "subprocess.Popen"),
+        ("__import__('os').system('id')\n", "process", "os.system"),
+        ("import importlib\nm = importlib.import_module('os')\nm.popen('id')\n", "process", "os.popen"),
+        ("from importlib import import_module as im\nim('subprocess').call('x')\n", "process", "subprocess.call"),
+        ("import os\ngetattr(os, 'system')('id')\n", "process", "os.system"),
+        ("import sys\nsys.modules['os'].system('id')\n", "process", "os.system"),
+        ("import asyncio\nasyncio.create_subprocess_shell('id')\n", "process", "asyncio.create_subprocess_shell"),
+        ("eval(data)\n", "eval", "builtins.eval"),
+        ("exec(compile(src, 'f', 'exec'))\n", "eval", "builtins.exec"),
+        ("import builtins\nbuiltins.exec(src)\n", "eval", "builtins.exec"),
+        ("import urllib.request\nurllib.request.urlretrieve(u, 'x.sh')\n", "download", "urllib.request.urlretrieve"),
+        ("from urllib.request import urlopen as get\nget(u).read()\n", "download", "urllib.request.urlopen"),
+        ("import requests as rq\nrq.get(u)\n", "download", "requests.get"),
+        ("import httpx\nwith httpx.Client() as c:\n    pass\n", "download", "httpx.Client"),
+        ("import pickle\npickle.loads(blob)\n", "deserialise", "pickle.loads"),
+        ("import marshal\nmarshal.loads(blob)\n", "deserialise", "marshal.loads"),
+        ("import yaml\nyaml.load(text)\n", "deserialise", "yaml.load"),
+        ("import yaml\nyaml.load(text, Loader=yaml.Loader)\n", "deserialise", "yaml.load"),
+        ("from socket import socket as s\ns().connect(addr)\n", "socket", "socket.socket"),
+        ("import ctypes\nctypes.CDLL('x.so')\n", "native", "ctypes.CDLL"),
+    ],
+)
+def test_risky_calls_resolve_through_aliases(code: str, kind: str, name: str) -> None:
+    found = kinds(None, code)
+    assert (kind, name) in found, found
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "model.eval()\nmodel.train()\n",
+        "self.exec()\nobj.system('x')\n",
+        "import yaml\nyaml.safe_load(t)\nyaml.load(t, Loader=yaml.SafeLoader)\n",
+        "import json\njson.loads(s)\n",
+        "def eval(x):\n    return x\n\neval(1)\n",
+        "import os\nos.path.join('a', 'b')\n",
+    ],
+)
+def test_look_alikes_are_not_flagged(code: str) -> None:
+    risky = [k for k, _ in kinds(None, code) if k not in ("definition_added",)]
+    assert risky == []
+
+
+def test_existing_calls_are_not_new_facts() -> None:
+    before = "import subprocess\n\ndef f():\n    subprocess.run(['ls'])  # list\n"
+    after = "import subprocess\n\n\ndef f():\n    # list the files\n    subprocess.run(['ls'])\n"
+    assert kinds(before, after) == []
+    twice = before + "    subprocess.run(['ls'])\n"
+    assert ("process", "subprocess.run") in kinds(before, twice)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from pytest import mark as m\n\n@m.skip\ndef test_a():\n    assert 1 == f()\n",
+        "import pytest as pt\n\n@pt.mark.skipif(True, reason='x')\ndef test_a():\n    assert 1 == f()\n",
+        "import pytest\n\n@pytest.mark.xfail\ndef test_a():\n    assert 1 == f()\n",
+        "import pytest\n\ndef test_a():\n    pytest.skip('later')\n    assert 1 == f()\n",
+        "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.skip('x')\n    def test_a(self):\n        assert 1 == f()\n",
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.skipTest('x')\n        assert 1 == f()\n",
+        "from unittest import SkipTest\n\ndef test_a():\n    raise SkipTest()\n    assert 1 == f()\n",
+        "import pytest\npytestmark = pytest.mark.skip\n\ndef test_a():\n    assert 1 == f()\n",
+        "from pytest import mark\npytestmark = [mark.xfail(strict=False)]\n\ndef test_a():\n    assert 1 == f()\n",
+    ],
+)
+def test_skips_whatever_the_alias(code: str) -> None:
+    before = "def test_a():\n    assert 1 == f()\n"
+    assert "skip" in [k for k, _ in kinds(before, code)]
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("def pytest_collection_modifyitems(config, items):\n    items[:] = []\n", "test_hook"),
+        ("def pytest_ignore_collect(collection_path, config):\n    return True\n", "test_hook"),
+        ("def pytest_runtest_call(item):\n    pass\n", "test_hook"),
+        ("collect_ignore = ['test_payments.py']\n", "collection"),
+        ("collect_ignore_glob = ['*_slow.py']\n", "collection"),
+        ("collect_ignore = []\ncollect_ignore.append('test_x.py')\n", "collection"),
+    ],
+)
+def test_conftest_hooks_and_collection(code: str, kind: str) -> None:
+    assert kind in [k for k, _ in kinds("", code)]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "kind"),
+    [
+        ("def test_a():\n    assert f() == 1\n    assert g()\n", "def test_a():\n    assert f() == 1\n", "assertion_removed"),
+        ("def test_a():\n    self.assertEqual(f(), 1)\n", "def test_a():\n    f()\n", "assertion_removed"),
+        ("def test_a():\n    with pytest.raises(E):\n        f()\n", "def test_a():\n    f()\n", "assertion_removed"),
+        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert True\n", "assertion_weakened"),
+        ("def test_a():\n    assert x\n", "def test_a():\n    assert 1\n", "assertion_weakened"),
+        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f()\n", "assertion_weakened"),
+        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f() != 1\n", "assertion_weakened"),
+        ("def test_a():\n    assert t < 0.1\n", "def test_a():\n    assert t < 10\n", "assertion_weakened"),
+        ("def test_a():\n    assert f() == approx(1, rel=1e-6)\n", "def test_a():\n    assert f() == approx(1, rel=0.5)\n", "assertion_weakened"),
+        ("def test_a():\n    pass\n\ndef test_b():\n    pass\n", "def test_a():\n    pass\n", "definition_removed"),
+        ("def f():\n    return 1\n\nclass A:\n    x = 1\n", "", "emptied"),
+        ("def f():\n    return 1\n\nclass A:\n    x = 1\n", "'''Module.'''\npass\n", "emptied"),
+        (
+            "def f():\n    x = 1\n    y = 2\n    return x + y\n",
+            "# def f():\n#     x = 1\n#     y = 2\n#     return x + y\n",
+            "commented_out",
+        ),
+        ("x = 1\n", "def f(:\n    pass\n", "unparsable"),
+        ("x = 1\n", "x = 1\n\0\n", "unparsable"),
+    ],
+)
+def test_removed_weakened_and_emptied(before: str, after: str, kind: str) -> None:
+    assert kind in [k for k, _ in kinds(before, after)], kinds(before, after)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("def test_a():\n    x = f()\n", "def test_a():\n    x = f()\n    assert x is not None\n"),
+        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f() == 1\n    assert g() is not None\n"),
+        ("def test_a():\n    assert f() != 1\n", "def test_a():\n    assert f() == 2\n"),
+        ("def test_a():\n    assert t < 10\n", "def test_a():\n    assert t < 1\n"),
+        ("def f():\n    return 1  # retrun the value\n", "def f():\n    return 1  # return the value\n"),
+        ("def f():\n    return 1\n", 'def f():\n    """Return one."""\n    return 1\n'),
+    ],
+)
+def test_strengthened_or_harmless_edits_are_not_flagged(before: str, after: str) -> None:
+    flagged = [k for k, _ in kinds(before, after) if k != "definition_added"]
+    assert flagged == []
+
+
+def test_typo_fix_is_a_modified_line_not_an_added_one() -> None:
+    before = "a = 1\nb = 'helo'\nc = 3\n"
+    after = "a = 1\nb = 'hello'\nc = 3\n"
+    diff = line_diff(before, after)
+    assert diff.added == frozenset() and diff.removed == frozenset()
+    assert diff.modified == {2: 2}
+    grown = line_diff(before, "a = 1\nb = 'hello'\nx = 9\nc = 3\n")
+    assert grown.modified == {2: 2} and grown.added == frozenset({3})
+
+
+def test_new_risky_call_on_edited_line_is_reported_as_modified() -> None:
+    facts = code_changes("import os\nx = 1\n", "import os\nx = os.system('id')\n")
+    assert [(f.kind, f.line, f.where) for f in facts] == [("process", 2, "modified")]
+
+
+def test_facts_never_echo_string_literals() -> None:
+    secret = "ghp_" + "A1b2C3d4" * 5
+    facts = code_changes(None, f"import os\nos.system('curl -H {secret} x')\neval('{secret}')\n")
+    assert facts and all(secret not in f.detail for f in facts)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("conftest.py", True),
+        ("tests/unit/conftest.py", True),
+        ("setup.py", True),
+        ("noxfile.py", True),
+        ("docs/conf.py", True),
+        ("project/docs/source/conf.py", True),
+        (".github/workflows/ci.yml", True),
+        ("package.json", True),
+        ("web/package.json", True),
+        ("lib/site-packages/evil.pth", True),
+        ("src/pkg/sitecustomize.py", True),
+        ("src/pkg/conf.py", False),
+        ("src/pkg/core.py", False),
+        ("README.md", False),
+    ],
+)
+def test_is_tooling_code(path: str, expected: bool) -> None:
+    assert is_tooling_code(path) is expected
+
+
+def test_python_source_by_shebang() -> None:
+    assert is_python_source("bin/tool", b"#!/usr/bin/env python3\nimport os\n")
+    assert not is_python_source("bin/tool", b"#!/bin/sh\necho\n")
+    assert is_python_source("x.py")
+
+
+def test_docstring_free_dump_ignores_comments_and_docstrings_only() -> None:
+    base = 'def f(x):\n    """Doc."""\n    return x + 1\n'
+    same = '# note\ndef f(x):\n    """Better doc."""\n\n    return x + 1  # plus one\n'
+    assert docstring_free_dump(base) == docstring_free_dump(same)
+    assert docstring_free_dump(base) != docstring_free_dump(base.replace("+ 1", "+ 2"))
+    assert docstring_free_dump("def f(:\n") is None
+    # A coding cookie changes how the bytes decode, so it is part of the meaning.
+    assert docstring_free_dump(b"# coding: latin-1\nx = '\xc3\xa9'\n") != docstring_free_dump(
+        b"# coding: utf-8\nx = '\xc3\xa9'\n"
+    )
+
+
+_NAMES = st.sampled_from(["r", "run_it", "_x", "spawn", "helper"])
+
+
+@given(alias=_NAMES, module_alias=_NAMES, form=st.integers(min_value=0, max_value=3))
+def test_property_process_calls_found_under_any_alias(alias: str, module_alias: str, form: int) -> None:
+    code = [
+        f"from subprocess import check_output as {alias}\n{alias}('id')\n",
+        f"import subprocess as {module_alias}\n{module_alias}.check_output('id')\n",
+        f"{module_alias} = __import__('subprocess')\n{module_alias}.check_output('id')\n",
+        f"import subprocess\n{alias} = getattr(subprocess, 'check_output')\n{alias}('id')\n",
+    ][form]
+    assert ("process", "subprocess.check_output") in kinds(None, code)

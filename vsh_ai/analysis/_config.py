@@ -1,0 +1,686 @@
+"""Typed config trees for TOML, JSON, YAML, INI/CFG/CONF, ``.env`` and ``.properties``.
+
+:func:`parse_config` turns complete file bytes into a plain tree (dicts, lists, scalars);
+:func:`flatten` lists every leaf by **key path**; :func:`config_changes` says which key
+paths a change added, removed or changed, comparing values with :func:`typed_equal`.
+
+Key paths
+    ``server.port``; list items by index, ``upstreams[0].verify_tls``, ``hosts[2]``; a top
+    level list starts with its index (``[0].name``). A key that is empty or contains
+    ``.``, ``[``, ``]``, ``"``, ``*`` or whitespace is written as a JSON string:
+    ``"a.b"``, ``servers."my host".port``. Empty dicts and lists are leaves (``{}``,
+    ``[]``); an empty file has no leaves; a top-level scalar is the key ``""``. Two
+    spellings that flatten to one key path (YAML ``1:`` and ``"1":``) raise
+    :class:`ConfigSyntaxError`: one could hide a change to the other.
+
+    In the flat formats (``.env``, ``.properties``) and in INI section and option names,
+    a key that is itself a valid key path is read as one: ``server.port=8080`` in
+    ``application.properties`` is the key path ``server.port``, as in YAML
+    ``server: {port: 8080}``, and ``servers[0].host`` is indexed. Any other key is quoted.
+
+Key patterns (:func:`key_matches`, case-sensitive)
+    The key-path syntax plus three wildcards, each a whole segment: ``.*`` (or a leading
+    ``*``) matches exactly one mapping key, ``[*]`` exactly one list index, ``**`` zero or
+    more segments of either kind. So ``features.*`` matches ``features.beta`` but not
+    ``features[0]`` or ``features.beta.level``; write ``upstreams[*].weight`` for every
+    upstream's weight and ``**.port`` for a ``port`` at any depth. A quoted ``"*"`` is a
+    literal key. A ``*`` inside a segment (``log_*``) is refused: no partial matches.
+
+Typed values
+    :func:`typed_equal` holds only for the same type and value: ``true`` is not ``1``,
+    ``"1"`` is not ``1``, and ``1`` (int) is not ``1.0`` (float): a type change is a change.
+    INI, ``.env`` and ``.properties`` values are always strings; rules coerce them.
+
+Formats
+    TOML via :mod:`tomllib`. JSON with duplicate keys and ``NaN``/``Infinity`` refused.
+    YAML with :class:`yaml.SafeLoader` only: anchors and aliases resolved, merge keys
+    ``<<: *base`` and ``<<: [*a, *b]`` resolved as the YAML merge spec says (explicit keys
+    win, then earlier mappings in the list), explicit duplicate keys refused (a merged key
+    is not a duplicate), documents expanding past 100,000 nodes or recursive aliases
+    refused (alias bombs), one document is the tree, several are a list (``[0]``,
+    ``[1]``...), none is an empty file. INI/CFG/CONF via :mod:`configparser`: strict
+    (duplicate sections and options refused), no interpolation, section and option names
+    case-sensitive as written; sections hold their effective values (``DEFAULT`` values
+    included) and ``DEFAULT`` itself is a section when present; ``;``/``#`` start only
+    whole-line comments. ``.env``: ``KEY=VALUE`` lines, optional ``export``, single quotes
+    literal, double quotes with ``\\n``/``\\"``/``\\\\`` escapes (and multi-line), ``#``
+    comments (inline after whitespace for unquoted values), no ``${VAR}`` expansion,
+    duplicates refused. ``.properties``: Java rules (``=``, ``:`` or whitespace
+    separators, ``\\`` continuations, ``\\uXXXX`` escapes, ``#``/``!`` comments) via
+    ``javaproperties``, duplicates refused. Bytes are UTF-8 (a BOM is ignored).
+
+Parsed trees are cached by content hash and shared: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import math
+import re
+import tomllib
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from threading import Lock
+from typing import Any, Final, Literal
+
+import javaproperties
+import yaml
+
+__all__ = (
+    "MISSING",
+    "ConfigFormat",
+    "ConfigSyntaxError",
+    "KeyChange",
+    "check_key_pattern",
+    "config_changes",
+    "detect_format",
+    "flatten",
+    "key_matches",
+    "parse_config",
+    "typed_equal",
+)
+
+ConfigFormat = Literal["auto", "toml", "json", "yaml", "ini", "env", "properties"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final[Any] = _Missing()
+"""A key's value on a side where the key (or the whole file) does not exist."""
+
+
+class ConfigSyntaxError(ValueError):
+    """Config bytes that cannot be read safely: bad syntax, duplicate or ambiguous keys."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyChange:
+    """One key path whose typed value differs; MISSING on the side where it is absent."""
+
+    key: str
+    before: Any
+    after: Any
+
+
+class _PathKeys(dict[str, Any]):
+    """A mapping whose keys are themselves key paths (flat formats, INI names)."""
+
+
+# -- formats -------------------------------------------------------------------------
+
+_SUFFIXES: dict[str, ConfigFormat] = {
+    ".toml": "toml",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".conf": "ini",
+    ".env": "env",
+    ".properties": "properties",
+}
+
+
+@lru_cache(maxsize=4096)
+def detect_format(path: str) -> ConfigFormat:
+    """The format a file name implies: by suffix, ``.env`` and ``.env.*``; else ``auto``."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name == ".env" or name.startswith(".env."):
+        return "env"
+    dot = name.rfind(".")
+    return _SUFFIXES.get(name[dot:], "auto") if dot > 0 or name == ".env" else "auto"
+
+
+_PARSED: OrderedDict[tuple[bytes, str], Any] = OrderedDict()
+_PARSED_LOCK = Lock()
+_CACHE_ENTRIES = 4096
+_CACHE_MAX_BYTES = 256 * 1024
+
+
+def parse_config(data: bytes, fmt: ConfigFormat = "auto", path: str = "") -> Any:
+    """Parse complete config bytes into a tree; :class:`ConfigSyntaxError` on bad input.
+
+    ``fmt="auto"`` takes the format from ``path`` (:func:`detect_format`). Results are
+    cached by content hash and shared between callers: never modify them.
+    """
+    if fmt == "auto":
+        fmt = detect_format(path)
+        if fmt == "auto":
+            raise ConfigSyntaxError(f"cannot tell the config format of {path!r}; name it")
+    key = (hashlib.sha256(data).digest(), fmt)
+    with _PARSED_LOCK:
+        if key in _PARSED:
+            _PARSED.move_to_end(key)
+            return _PARSED[key]
+    parsed = _parse(data, fmt, path)
+    if len(data) <= _CACHE_MAX_BYTES:
+        with _PARSED_LOCK:
+            _PARSED[key] = parsed
+            while len(_PARSED) > _CACHE_ENTRIES:
+                _PARSED.popitem(last=False)
+    return parsed
+
+
+def _parse(data: bytes, fmt: ConfigFormat, path: str) -> Any:
+    where = f"{path}: " if path else ""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ConfigSyntaxError(f"{where}not UTF-8 (byte {error.start}: {error.reason})") from None
+    try:
+        if fmt == "toml":
+            return tomllib.loads(text)
+        if fmt == "json":
+            return _parse_json(text)
+        if fmt == "yaml":
+            return _parse_yaml(text)
+        if fmt == "ini":
+            return _parse_ini(text)
+        if fmt == "env":
+            return _parse_env(text)
+        if fmt == "properties":
+            return _parse_properties(text)
+    except ConfigSyntaxError as error:
+        raise ConfigSyntaxError(f"{where}{error}") from None
+    except (ValueError, yaml.YAMLError, configparser.Error, RecursionError) as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise ConfigSyntaxError(f"{where}{fmt}: {message}") from None
+    raise ConfigSyntaxError(f"unknown config format {fmt!r}")
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+# JSON
+
+
+def _parse_json(text: str) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise ConfigSyntaxError(f"duplicate key {key!r}{_json_key_line(text, key)}")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise ConfigSyntaxError(f"{name} is not JSON{_json_constant_line(text, name)}")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except json.JSONDecodeError as error:
+        raise ConfigSyntaxError(
+            f"json: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
+
+
+def _json_key_line(text: str, key: str) -> str:
+    spelled = re.escape(json.dumps(key)) + r"\s*:"
+    hits = [m.start() for m in re.finditer(spelled, text)]
+    return f" (line {_line_of(text, hits[1])})" if len(hits) > 1 else ""
+
+
+def _json_constant_line(text: str, name: str) -> str:
+    hit = re.search(r"(?<![\w\"])" + re.escape(name), text)
+    return f" (line {_line_of(text, hit.start())})" if hit else ""
+
+
+# YAML
+
+_MAX_YAML_NODES = 100_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with explicit duplicate keys refused and spec-order merge keys."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        explicit: list[tuple[yaml.Node, yaml.Node]] = []
+        merges: list[yaml.Node] = []
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                if merges:
+                    raise _marked("duplicate merge key '<<'", key_node)
+                merges = (
+                    list(value_node.value)
+                    if isinstance(value_node, yaml.SequenceNode)
+                    else [value_node]
+                )
+                continue
+            if key_node.tag == "tag:yaml.org,2002:value":
+                key_node.tag = "tag:yaml.org,2002:str"
+            key = self._hashable_key(key_node)
+            if key in seen:
+                raise _marked(f"duplicate key {key[1]!r}", key_node)
+            seen[key] = key_node
+            explicit.append((key_node, value_node))
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        for source in merges:  # earlier mappings win over later ones, explicit keys over all
+            if not isinstance(source, yaml.MappingNode):
+                raise _marked(f"a merge key needs mappings, found {type(source).__name__}", source)
+            self.flatten_mapping(source)
+            for key_node, value_node in source.value:
+                key = self._hashable_key(key_node)
+                if key not in seen:
+                    seen[key] = key_node
+                    merged.append((key_node, value_node))
+        node.value = merged + explicit
+
+    def _hashable_key(self, key_node: yaml.Node) -> tuple[type, Any]:
+        key = self.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise _marked("a mapping key must be a scalar", key_node) from None
+        return (type(key), key)
+
+
+def _marked(message: str, node: yaml.Node) -> ConfigSyntaxError:
+    mark = node.start_mark
+    return ConfigSyntaxError(f"yaml: {message} (line {mark.line + 1}, column {mark.column + 1})")
+
+
+def _check_size(root: yaml.Node) -> None:
+    """Refuse alias bombs and recursive aliases before anything is constructed."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if id(node) in active:
+            raise _marked("recursive alias", node)
+        active.add(id(node))
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(id(node))
+        if total > _MAX_YAML_NODES:
+            raise _marked(f"document expands to more than {_MAX_YAML_NODES} nodes", node)
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
+def _parse_yaml(text: str) -> Any:
+    loader = _Loader(text)
+    try:
+        documents: list[Any] = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node said there is one
+                break
+            _check_size(node)
+            documents.append(loader.construct_document(node))
+    finally:
+        loader.dispose()
+    if not documents:
+        return None
+    return documents[0] if len(documents) == 1 else documents
+
+
+# INI
+
+
+def _parse_ini(text: str) -> Any:
+    parser = configparser.ConfigParser(
+        strict=True, interpolation=None, default_section="DEFAULT", allow_no_value=False
+    )
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error as error:
+        raise ConfigSyntaxError("ini: " + " ".join(str(error).split())) from None
+    out = _PathKeys()
+    defaults = parser.defaults()
+    if defaults:
+        out["DEFAULT"] = _PathKeys(defaults)
+    for name in parser.sections():
+        out[name] = _PathKeys(parser.items(name, raw=True))
+    return out
+
+
+# .env
+
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_ENV_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "$": "$", "`": "`"}
+
+
+def _parse_env(text: str) -> Any:
+    out = _PathKeys()
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        number = index + 1
+        line = lines[index].strip()
+        index += 1
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export ") or line.startswith("export\t"):
+            line = line[len("export") :].strip()
+        key, sep, rest = line.partition("=")
+        key = key.strip()
+        if not sep or not _ENV_KEY.fullmatch(key):
+            raise ConfigSyntaxError(f"env: line {number} is not KEY=VALUE")
+        rest = rest.lstrip()
+        if rest[:1] in ("'", '"'):
+            quote = rest[0]
+            body = rest[1:]
+            while True:
+                end = _closing_quote(body, quote)
+                if end >= 0 or index >= len(lines):
+                    break
+                body += "\n" + lines[index]
+                index += 1
+            if end < 0:
+                raise ConfigSyntaxError(f"env: line {number}: unterminated {quote} quote")
+            tail = body[end + 1 :].strip()
+            if tail and not tail.startswith("#"):
+                raise ConfigSyntaxError(f"env: line {number}: text after the closing quote")
+            value = body[:end]
+            if quote == '"':
+                value = re.sub(
+                    r"\\(.)", lambda m: _ENV_ESCAPES.get(m[1], "\\" + m[1]), value, flags=re.S
+                )
+        else:
+            value = re.split(r"\s#", rest, maxsplit=1)[0].rstrip()
+        if key in out:
+            raise ConfigSyntaxError(f"env: duplicate key {key!r} (line {number})")
+        out[key] = value
+    return out
+
+
+def _closing_quote(body: str, quote: str) -> int:
+    escaped = False
+    for position, char in enumerate(body):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote == '"':
+            escaped = True
+        elif char == quote:
+            return position
+    return -1
+
+
+# .properties
+
+
+def _parse_properties(text: str) -> Any:
+    out = _PathKeys()
+    line = 1
+    for element in javaproperties.parse(text):
+        if isinstance(element, javaproperties.KeyValue):
+            if element.key in out:
+                raise ConfigSyntaxError(f"properties: duplicate key {element.key!r} (line {line})")
+            out[element.key] = element.value
+        line += element.source.count("\n")
+    return out
+
+
+# -- key paths -----------------------------------------------------------------------
+
+_BARE = re.compile(r'[^.\[\]"\s*]+')
+_TOKEN = re.compile(
+    r'(?P<dot>\.)|\[(?P<index>\d+|\*)\]|(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<bare>[^.\[\]"\s]+)'
+)
+
+# A segment: ("key", name) | ("index", n) | ("any_key",) | ("any_index",) | ("any",)
+_Segment = tuple[Any, ...]
+
+
+def _name(name: str) -> str:
+    return name if _BARE.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int | float):
+        return repr(key)
+    isoformat = getattr(key, "isoformat", None)
+    if callable(isoformat):
+        return str(isoformat())
+    raise ConfigSyntaxError(f"a mapping key must be a scalar, not {type(key).__name__}")
+
+
+@lru_cache(maxsize=65536)
+def _segments(text: str, pattern: bool) -> tuple[_Segment, ...]:
+    """Parse a key path (or, with ``pattern``, a key pattern); ValueError when malformed."""
+    out: list[_Segment] = []
+    position = 0
+    expect_name = True  # at the start or after '.'
+    after_dot = False
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None:
+            raise ValueError(f"key path {text!r}: unexpected {text[position]!r} at {position}")
+        position = match.end()
+        if match["dot"]:
+            if expect_name:
+                raise ValueError(f"key path {text!r}: empty segment at {match.start()}")
+            expect_name = after_dot = True
+            continue
+        if match["index"] is not None:
+            if after_dot:
+                raise ValueError(f"key path {text!r}: write 'a[0]', not 'a.[0]'")
+            if match["index"] == "*":
+                if not pattern:
+                    raise ValueError(f"key path {text!r}: '[*]' is a pattern, not a key")
+                out.append(("any_index",))
+            else:
+                out.append(("index", int(match["index"])))
+            expect_name = after_dot = False
+            continue
+        if not expect_name:
+            raise ValueError(f"key path {text!r}: missing '.' before {match[0]!r}")
+        if match["quoted"]:
+            out.append(("key", json.loads(match["quoted"])))
+        else:
+            bare = match["bare"]
+            if pattern and bare == "*":
+                out.append(("any_key",))
+            elif pattern and bare == "**":
+                out.append(("any",))
+            elif "*" in bare:
+                raise ValueError(
+                    f"key pattern {text!r}: '*' must be a whole segment ('a.*', 'a[*]', "
+                    f"'**'); quote a key that contains '*' (\"{bare}\")"
+                )
+            else:
+                out.append(("key", bare))
+        expect_name = after_dot = False
+    if expect_name and out:
+        raise ValueError(f"key path {text!r} ends with '.'")
+    return tuple(out)
+
+
+def _join(segments: tuple[_Segment, ...]) -> str:
+    parts: list[str] = []
+    for segment in segments:
+        if segment[0] == "index":
+            parts.append(f"[{segment[1]}]")
+        else:
+            parts.append(("." if parts else "") + _name(segment[1]))
+    return "".join(parts)
+
+
+@lru_cache(maxsize=65536)
+def _path_like(key: str) -> str:
+    """A flat-format key as a key path: itself when it is a canonical key path, else quoted."""
+    try:
+        segments = _segments(key, False)
+    except ValueError:
+        return _name(key)
+    return key if segments and _join(segments) == key else _name(key)
+
+
+@lru_cache(maxsize=65536)
+def _name_of(key: Any) -> str:
+    return _name(_key_text(key))
+
+
+_MAX_DEPTH = 200
+_FLAT: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+_FLAT_LOCK = Lock()
+_FLAT_ENTRIES = 4096
+
+
+def flatten(tree: Any) -> dict[str, Any]:
+    """Every leaf of ``tree`` by key path (see the module docs), in document order.
+
+    Raises :class:`ConfigSyntaxError` when two spellings flatten to one key path, or when
+    the tree nests deeper than 200 levels. The result is cached per tree object (trees
+    from :func:`parse_config` are shared): treat it as read-only.
+    """
+    if tree is None or tree is MISSING:
+        return {}
+    with _FLAT_LOCK:
+        hit = _FLAT.get(id(tree))
+        if hit is not None and hit[0] is tree:
+            return hit[1]
+    out: dict[str, Any] = {}
+    _flatten_into(out, tree, "", 0)
+    if isinstance(tree, Mapping | list | tuple):
+        with _FLAT_LOCK:
+            _FLAT[id(tree)] = (tree, out)
+            while len(_FLAT) > _FLAT_ENTRIES:
+                _FLAT.popitem(last=False)
+    return out
+
+
+def _flatten_into(out: dict[str, Any], node: Any, prefix: str, depth: int) -> None:
+    if isinstance(node, Mapping):
+        if not node:
+            if depth:
+                _leaf(out, prefix, node)
+            return
+        if depth >= _MAX_DEPTH:
+            raise ConfigSyntaxError(f"{prefix[:60]!r}... nests deeper than {_MAX_DEPTH} levels")
+        name = _path_like if isinstance(node, _PathKeys) else _name_of
+        for key, value in node.items():
+            segment = name(key)
+            path = f"{prefix}.{segment}" if prefix else segment
+            if isinstance(value, Mapping | list | tuple):
+                _flatten_into(out, value, path, depth + 1)
+            else:
+                _leaf(out, path, value)
+    elif isinstance(node, list | tuple):
+        if not node:
+            if depth:
+                _leaf(out, prefix, node)
+            return
+        if depth >= _MAX_DEPTH:
+            raise ConfigSyntaxError(f"{prefix[:60]!r}... nests deeper than {_MAX_DEPTH} levels")
+        for index, value in enumerate(node):
+            path = f"{prefix}[{index}]"
+            if isinstance(value, Mapping | list | tuple):
+                _flatten_into(out, value, path, depth + 1)
+            else:
+                _leaf(out, path, value)
+    else:
+        _leaf(out, prefix, node)
+
+
+def _leaf(out: dict[str, Any], key: str, value: Any) -> None:
+    if key in out:
+        raise ConfigSyntaxError(f"key {key!r} is spelled twice (two keys flatten to it)")
+    out[key] = value
+
+
+def check_key_pattern(pattern: str) -> str:
+    """``pattern`` unchanged once it parses; ValueError naming the problem otherwise."""
+    _segments(pattern, True)
+    return pattern
+
+
+def key_matches(pattern: str, key: str) -> bool:
+    """True when the key path ``key`` matches ``pattern`` (see the module docs)."""
+    return _match(_segments(pattern, True), _segments(key, False))
+
+
+@lru_cache(maxsize=65536)
+def _match(pattern: tuple[_Segment, ...], key: tuple[_Segment, ...]) -> bool:
+    if not pattern:
+        return not key
+    head = pattern[0]
+    if head[0] == "any":
+        rest = pattern[1:]
+        while rest[:1] == (("any",),):
+            rest = rest[1:]
+        return any(_match(rest, key[start:]) for start in range(len(key) + 1))
+    if not key:
+        return False
+    segment = key[0]
+    if head[0] == "any_key":
+        ok = segment[0] == "key"
+    elif head[0] == "any_index":
+        ok = segment[0] == "index"
+    else:
+        ok = head == segment
+    return ok and _match(pattern[1:], key[1:])
+
+
+# -- values --------------------------------------------------------------------------
+
+
+_PLAIN = frozenset((str, int, bool))
+
+
+def typed_equal(a: Any, b: Any) -> bool:
+    """Same type and same value, recursively (``True`` != ``1`` != ``1.0`` != ``"1"``)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is type(b) and kind in _PLAIN:
+        return bool(a == b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(typed_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(typed_equal(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    try:
+        return bool(a == b)
+    except Exception:  # exotic values that refuse comparison are different
+        return False
+
+
+def config_changes(before: Any, after: Any) -> tuple[KeyChange, ...]:
+    """Every key path whose typed value differs between two trees from :func:`parse_config`.
+
+    ``before``/``after`` may be :data:`MISSING` (a new or deleted file): every key is then
+    added or removed. Order: ``before``'s keys, then keys only ``after`` has.
+    """
+    old = flatten(before)
+    new = flatten(after)
+    changes = [
+        KeyChange(key, value, new.get(key, MISSING))
+        for key, value in old.items()
+        if key not in new or not typed_equal(value, new[key])
+    ]
+    changes.extend(KeyChange(key, MISSING, value) for key, value in new.items() if key not in old)
+    return tuple(changes)

@@ -1,0 +1,275 @@
+"""Decoding passes for the secret detector: rewrite text with encoded parts decoded in place.
+
+Each pass returns a :class:`Rewrite` (the new text plus a map back to the source) or None
+when it changed nothing. Every pass is one linear scan with an RE2 pattern, and a decoded
+part is never longer than its source, so scanning a rewrite costs no more than the source.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import re2  # type: ignore[import-untyped]
+
+__all__ = (
+    "PASSES",
+    "Rewrite",
+    "compile_re2",
+    "decode_base64",
+    "finditer",
+    "looks_like_private_key",
+    "printable",
+    "rot13",
+)
+
+
+def compile_re2(pattern: str) -> Any:
+    """An RE2 regex (linear time); a pattern RE2 cannot compile raises ``re2.error``."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options=options)
+
+
+Span = tuple[int, int]
+_GROUPS: dict[int, dict[str, int]] = {}  # group names of module-level regexes, by id
+
+
+def finditer(regex: Any, text: str) -> Iterator[tuple[Span, dict[str, Span]]]:
+    """``(match span, {group name: span})`` for each match, in character offsets.
+
+    ASCII text is matched as bytes (offsets are the same), which avoids the binding's
+    per-match offset conversion; other text goes through the str path.
+    """
+    index = _GROUPS.get(id(regex))
+    if index is None:
+        index = _GROUPS[id(regex)] = dict(regex.groupindex)
+    subject: str | bytes = text.encode("ascii") if text.isascii() else text
+    for match in regex.finditer(subject):
+        yield match.span(), {name: match.span(number) for name, number in index.items()}
+
+
+Segment = tuple[int, int, int, int, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """``text`` rebuilt from a source; ``segments`` map it back.
+
+    Each segment is ``(new_start, new_end, old_start, old_end, label)``: a segment with
+    label None is a verbatim copy (offsets map one to one); a labelled one (the encoding
+    it decoded) maps to its whole source span.
+    """
+
+    text: str
+    segments: tuple[Segment, ...]
+
+    def windows(self, context: int) -> list[tuple[int, int]]:
+        """Spans of ``text`` around the decoded parts (``context`` characters either side)."""
+        out: list[tuple[int, int]] = []
+        for new_start, new_end, _, _, label in self.segments:
+            if label is None:
+                continue
+            low, high = max(new_start - context, 0), min(new_end + context, len(self.text))
+            if out and low <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], high))
+            else:
+                out.append((low, high))
+        return out
+
+    def source_span(self, start: int, end: int) -> tuple[int, int, str | None]:
+        """The source span that ``text[start:end]`` came from, and the first label in it."""
+        if not self.segments:
+            return start, end, None
+        starts = [s[0] for s in self.segments]
+        first = max(bisect_right(starts, start) - 1, 0)
+        last = max(bisect_right(starts, max(end - 1, start)) - 1, first)
+        ns, _, os_, _, label = self.segments[first]
+        old_start = os_ + (start - ns) if label is None else os_
+        ns, _, os_, oe, last_label = self.segments[last]
+        old_end = min(os_ + (end - ns), oe) if last_label is None else oe
+        labels = [s[4] for s in self.segments[first : last + 1] if s[4] is not None]
+        return old_start, max(old_end, old_start), labels[0] if labels else None
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.parts: list[str] = []
+        self.segments: list[Segment] = []
+        self.new = 0
+        self.old = 0
+
+    def replace(self, start: int, end: int, text: str, label: str) -> None:
+        if start < self.old:
+            return  # overlaps a previous replacement: keep the first
+        self._copy(start)
+        self.parts.append(text)
+        self.segments.append((self.new, self.new + len(text), start, end, label))
+        self.new += len(text)
+        self.old = end
+
+    def _copy(self, upto: int) -> None:
+        if upto > self.old:
+            self.parts.append(self.source[self.old : upto])
+            self.segments.append((self.new, self.new + upto - self.old, self.old, upto, None))
+            self.new += upto - self.old
+            self.old = upto
+
+    def result(self) -> Rewrite | None:
+        if not any(s[4] is not None for s in self.segments):
+            return None
+        self._copy(len(self.source))
+        return Rewrite("".join(self.parts), tuple(self.segments))
+
+
+def printable(text: str) -> bool:
+    """Mostly printable text (what a decoded secret looks like), not random bytes."""
+    if not text:
+        return False
+    bad = sum(1 for c in text if not (c.isprintable() or c in "\n\r\t"))
+    return bad * 20 <= len(text)
+
+
+def looks_like_private_key(data: bytes) -> bool:
+    """DER of a private key (PKCS#1/#8, EC, DSA) or an OpenSSH key, armour or not."""
+    if data.startswith(b"openssh-key-v1\x00") or data.startswith(b"PuTTY-User-Key-File"):
+        return True
+    if len(data) < 16 or data[0] != 0x30:
+        return False
+    # SEQUENCE { INTEGER version (0 or 1), ... }: certificates and public keys start
+    # with a nested SEQUENCE instead.
+    size = data[1]
+    offset = 2 + (size & 0x7F if size & 0x80 else 0)
+    return data[offset : offset + 2] == b"\x02\x01" and data[offset + 2] in (0, 1)
+
+
+def decode_base64(token: str) -> bytes | None:
+    """Standard or URL-safe base64 (padding optional), or None."""
+    raw = "".join(token.split()).rstrip("=")
+    if len(raw) % 4 == 1:
+        return None
+    altchars = b"-_" if ("-" in raw or "_" in raw) else None
+    try:
+        return base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=altchars, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _text_of(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if printable(text) else None
+
+
+# Literal pieces joined by +, commas, dots, ||, braces, brackets or plain adjacency:
+# Python/JS/Go "a" + "b", 'a' 'b', f"a" f"b", "".join(["a", "b"]), PHP 'a' . 'b',
+# SQL 'a' || 'b', shell "a""b", f"{'a'}{'b'}", over several lines inside parentheses.
+_LITERAL = r"""(?:[fFbBrRuU]{0,2}(?:"[^"\n]*"|'[^'\n]*'|`[^`\n]*`))"""
+_PIECES = compile_re2(_LITERAL + r"(?:[\s+,.|{}()\[\]]{0,16}" + _LITERAL + ")+")
+# Python's re for the pieces inside a group RE2 already found: this pattern is linear
+# (no nested quantifier; an attempt from a quote ends at the next same quote or newline,
+# and a failed attempt means no later quote of that kind on the line pairs either), and
+# re's per-match cost is a tenth of the RE2 binding's for a group of many short pieces.
+_ONE_LITERAL = re.compile(r"""("[^"\n]*"|'[^'\n]*'|`[^`\n]*`)""")
+
+
+def _worth_joining(pieces: list[str], joined: str) -> bool:
+    """Pieces of one secret: no whitespace, and digits, mixed case or some length."""
+    if len(joined) < 8 or any(c.isspace() for piece in pieces for c in piece):
+        return False
+    upper = any(c.isupper() for c in joined)
+    lower = any(c.islower() for c in joined)
+    return len(joined) >= 24 or any(c.isdigit() for c in joined) or (upper and lower)
+
+
+def join_pieces(text: str) -> Rewrite | None:
+    """Concatenated string literals replaced by one double-quoted literal."""
+    out = _Builder(text)
+    for (start, end), _ in finditer(_PIECES, text):
+        group = text[start:end]
+        pieces = [piece[1:-1] for piece in _ONE_LITERAL.findall(group)]
+        joined = "".join(pieces)
+        if len(pieces) >= 2 and _worth_joining(pieces, joined):
+            out.replace(start, end, '"' + joined + '"', "split")
+    return out.result()
+
+
+# Base64 wrapped over lines (each line only base64, optionally quoted or continued with
+# a backslash), single runs of base64/base64url, hex runs and \xNN escapes.
+# No capture groups: RE2 then finds even a 1 MiB run with its DFA alone.
+_ENCODED = compile_re2(
+    r"(?m)(?:^[ \t]*[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t]*\\?[ \t]*\r?\n)+"
+    r"[ \t]*[\"']?[A-Za-z0-9+/]{4,}={0,2}[\"']?"
+    r"|(?:\\x[0-9A-Fa-f]{2}){8,}"
+    r"|[A-Za-z0-9+/_\-]{16,}={0,2}"
+)
+
+
+_NOT_BASE64 = str.maketrans("", "", "\"'\\ \t\r\n")
+
+
+def decode_runs(text: str) -> tuple[Rewrite | None, list[tuple[Span, str]]]:
+    """Hex and base64 runs decoded in place when they decode to text.
+
+    Also returns the spans of runs that decode to private-key DER (``(span, encoding)``).
+    """
+    out = _Builder(text)
+    keys: list[tuple[Span, str]] = []
+    for (start, end), _ in finditer(_ENCODED, text):
+        source = text[start:end]
+        candidates: list[tuple[str, bytes | None]] = []
+        if source.startswith("\\x"):
+            candidates.append(("hex", bytes.fromhex(source.replace("\\x", ""))))
+        elif "\n" in source:
+            joined = source.translate(_NOT_BASE64)
+            candidates.append(("base64", decode_base64(joined)))
+        else:
+            core = source.rstrip("=")
+            if len(core) % 2 == 0 and not core.strip("0123456789abcdefABCDEF"):
+                candidates.append(("hex", bytes.fromhex(core)))
+            url = "-" in source or "_" in source
+            candidates.append(("base64url" if url else "base64", decode_base64(source)))
+        for encoding, data in candidates:
+            if data is None:
+                continue
+            if looks_like_private_key(data):
+                keys.append(((start, end), encoding))
+                break
+            decoded = _text_of(data)
+            if decoded is not None:
+                out.replace(start, end, decoded, encoding)
+                break
+    return out.result(), keys
+
+
+_PERCENT = compile_re2(r"[^\s\"'<>]*%[0-9A-Fa-f]{2}[^\s\"'<>]*")
+
+
+def percent_decode(text: str) -> Rewrite | None:
+    """URL-percent-encoded runs decoded in place."""
+    out = _Builder(text)
+    for (start, end), _ in finditer(_PERCENT, text):
+        source = text[start:end]
+        decoded = unquote(source, errors="replace")
+        if decoded != source:
+            out.replace(start, end, decoded, "url")
+    return out.result()
+
+
+def rot13(text: str) -> str:
+    """ROT13 (same length, same offsets: findings map back one to one)."""
+    return codecs.encode(text, "rot13")
+
+
+PASSES: tuple[Callable[[str], Rewrite | None], ...] = (join_pieces, percent_decode)
+"""Rewriting passes besides :func:`decode_runs` (which also reports key DER)."""

@@ -1,0 +1,232 @@
+"""One documented path-glob dialect, on the maintained ``wcmatch`` matcher.
+
+Paths are VSH canonical (``a/b/c``: no leading slash, no ``.``/``..``/empty segments).
+A glob is matched against the whole path:
+
+* **root-anchored**: ``*.log`` matches only ``x.log`` at the workspace root; write
+  ``**/*.log`` for any depth;
+* ``*`` is any run of characters within one segment, dotfiles included (``config/*``
+  matches ``config/.hidden``); ``?`` is one character; ``[abc]`` / ``[!abc]`` a class;
+  ``{a,b}`` alternatives (expanded before anything else is checked);
+* ``**`` only as a whole segment: zero or more whole segments. ``dir/**`` matches ``dir``
+  itself and everything below it; ``**/name`` matches ``name`` at the root too;
+* refused, with the fix in the message: ``**`` inside a segment (``docs/**.md``, write
+  ``docs/**/*.md``), a trailing ``/``, ``.``/``..``/empty segments, ``!``-negation,
+  backslashes, an empty glob. A leading ``/``, ``/workspace/`` or ``./`` is stripped;
+* ``ignore_case=True`` compares :func:`fold` of the glob with :func:`fold` of the path
+  (Unicode NFKC + casefold, so ``SERVER.PEM``, full-width letters and ``.ENV`` all match
+  ``**/*.pem`` / ``**/.env``). Protected and denied sets use it; allowances do not.
+
+Globs are compiled once per pattern tuple; :func:`matching` tests a path against every
+pattern with one combined regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import bracex  # wcmatch's own brace expander (a dependency of wcmatch, same maintainer)
+from wcmatch import glob as _wc
+
+__all__ = ("GLOB_DIALECT", "check_globs", "fold", "glob_matches", "matching")
+
+GLOB_DIALECT = (
+    "Globs are root-anchored and matched against the whole workspace-relative path "
+    "(`a/b/c`): `*.log` matches only a `.log` file at the workspace root, `**/*.log` one at "
+    "any depth. `*` matches any characters within one path segment (dotfiles included), "
+    "`?` one character, `[abc]` / `[!abc]` a character class, `{a,b}` alternatives. `**` "
+    "is only allowed as a whole segment and matches zero or more whole segments: `dir/**` "
+    "is `dir` itself and everything below it, `**/name` matches `name` at the root too. "
+    "Refused: `**` inside a segment (write `docs/**/*.md`, not `docs/**.md`), a trailing "
+    "`/`, `.`, `..` or empty segments, a leading `!`, backslashes and an empty glob; a "
+    "leading `/`, `/workspace/` or `./` is ignored. Protected and denied path sets compare "
+    "case-insensitively after Unicode NFKC normalisation (`SERVER.PEM` matches `**/*.pem`)."
+)
+
+_FLAGS = _wc.GLOBSTAR | _wc.DOTGLOB | _wc.FORCEUNIX | _wc.CASE
+_BRACE_LIMIT = 1000
+
+
+@lru_cache(maxsize=65536)
+def fold(path: str) -> str:
+    """The spelling protected sets compare: Unicode NFKC, then casefold."""
+    return unicodedata.normalize("NFKC", path).casefold()
+
+
+def _strip(glob: str) -> str:
+    if glob in ("/workspace", "."):
+        return ""
+    for prefix in ("/workspace/", "./"):
+        if glob.startswith(prefix):
+            return glob[len(prefix) :]
+    return glob[1:] if glob.startswith("/") and not glob.startswith("//") else glob
+
+
+def _expand(pattern: str) -> tuple[str, ...]:
+    """Validate ``pattern`` and return its brace expansions, each a checked glob."""
+    if not pattern:
+        raise ValueError("an empty glob matches nothing; use '**' for every path")
+    if pattern != pattern.strip():
+        raise ValueError(
+            f"glob {pattern!r} starts or ends with whitespace; write {pattern.strip()!r} "
+            "(whitespace is part of the name)"
+        )
+    if "\\" in pattern:
+        raise ValueError(
+            f"glob {pattern!r} contains a backslash: paths use '/', and escapes are not "
+            "supported; use a class such as '[*]' for a literal '*'"
+        )
+    glob = _strip(pattern)
+    if not glob:
+        raise ValueError(f"glob {pattern!r} names the workspace root; use '**' for every path")
+    if glob.startswith("!"):
+        raise ValueError(
+            f"glob {pattern!r} starts with '!': negation is not supported; list what is "
+            "allowed, or use a deny rule for what is not"
+        )
+    try:
+        expanded = tuple(bracex.expand(glob, limit=_BRACE_LIMIT))
+    except Exception as error:  # bracex raises its own error for a too-large expansion
+        raise ValueError(f"glob {pattern!r}: {error}") from None
+    for alternative in expanded or ("",):
+        _check_segments(pattern, alternative)
+    return tuple(_collapse(alternative) for alternative in expanded)
+
+
+def _collapse(glob: str) -> str:
+    """``a/**/**/b`` is ``a/**/b``: zero-or-more segments twice is zero-or-more once."""
+    segments: list[str] = []
+    for segment in glob.split("/"):
+        if not (segment == "**" and segments and segments[-1] == "**"):
+            segments.append(segment)
+    return "/".join(segments)
+
+
+def _check_segments(pattern: str, glob: str) -> None:
+    where = f"glob {pattern!r}" + (f" (alternative {glob!r})" if glob != pattern else "")
+    if not glob:
+        raise ValueError(f"{where} is empty; use '**' for every path")
+    if glob.endswith("/"):
+        name = glob.rstrip("/") or "**"
+        raise ValueError(
+            f"{where} ends with '/': write '{name}/**' for the directory and everything "
+            f"in it, or '{name}' for the entry itself"
+        )
+    if glob.startswith("/"):
+        raise ValueError(f"{where} is absolute; write it relative to the workspace root")
+    segments = glob.split("/")
+    if "" in segments:
+        raise ValueError(f"{where} has an empty segment ('//'); write one '/'")
+    for bad in (".", ".."):
+        if bad in segments:
+            raise ValueError(f"{where} has a {bad!r} segment; write the canonical path")
+    for index, segment in enumerate(segments):
+        if "**" in segment and segment != "**":
+            fixed = list(segments)
+            rest = segment.replace("**", "*")
+            while "**" in rest:
+                rest = rest.replace("**", "*")
+            fixed[index : index + 1] = ["**", rest] if rest != "*" else ["**", "*"]
+            raise ValueError(
+                f"{where}: '**' is only allowed as a whole segment; write "
+                f"{'/'.join(fixed)!r} for any depth, or use '*' within one segment"
+            )
+
+
+def _filter_regex(glob: str) -> str:
+    """A fast regex that matches at least every path wcmatch matches for ``glob``.
+
+    Exact for segments without a character class; a segment with ``[`` or ``]`` becomes
+    "any one segment" (a superset), so class parsing stays wcmatch's alone.
+    """
+    segments = glob.split("/")
+    out: list[str] = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            out.append(("(?:/.*)?" if index else ".*") if last else "(?:[^/]+/)*")
+            continue
+        if "[" in segment or "]" in segment:
+            body = "[^/]*"
+        else:
+            body = "".join(
+                "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in segment
+            )
+        before_last_globstar = index == len(segments) - 2 and segments[-1] == "**"
+        out.append(body if last or before_last_globstar else body + "/")
+    return "".join(out)
+
+
+class _Compiled:
+    """One glob's brace expansions: a fast pre-filter and wcmatch's exact regexes."""
+
+    __slots__ = ("exact", "filter")
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        exact: list[str] = []
+        filters: list[str] = []
+        for glob in globs:
+            filters.append(_filter_regex(glob))
+            exact.extend(_wc.translate(glob, flags=_FLAGS)[0])
+            if glob.endswith("/**"):  # 'dir/**' is 'dir' itself too
+                exact.extend(_wc.translate(glob[: -len("/**")], flags=_FLAGS)[0])
+        self.filter = "|".join(f"(?:{regex})" for regex in filters)
+        self.exact = re.compile("|".join(f"(?:{regex})" for regex in exact)).fullmatch
+
+    def __call__(self, subject: str) -> bool:
+        return self.exact(subject) is not None
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str, ignore_case: bool) -> _Compiled:
+    expanded = _expand(fold(pattern) if ignore_case else pattern)
+    if ignore_case:
+        _expand(pattern)  # the raw spelling must be valid too
+    return _Compiled(expanded)
+
+
+@lru_cache(maxsize=1024)
+def _combined(patterns: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+    body = "|".join(
+        f"(?P<g{index}>{_compiled(pattern, ignore_case).filter})"
+        for index, pattern in enumerate(patterns)
+    )
+    return re.compile(body or "(?!)", re.DOTALL)
+
+
+def check_globs(globs: Iterable[str]) -> tuple[str, ...]:
+    """``globs`` as a tuple, unchanged, once each is valid in both spellings.
+
+    Raises ValueError naming the glob and the fix (see the module docs for what is refused).
+    """
+    out = tuple(globs)
+    for glob in out:
+        if not isinstance(glob, str):
+            raise ValueError(f"glob {glob!r} is not a string")
+        _compiled(glob, False)
+        _compiled(glob, True)
+    return out
+
+
+def glob_matches(pattern: str, path: str, *, ignore_case: bool = False) -> bool:
+    """True when the canonical workspace-relative ``path`` matches ``pattern``."""
+    return _compiled(pattern, ignore_case)(fold(path) if ignore_case else path)
+
+
+def matching(patterns: Sequence[str], path: str, *, ignore_case: bool = False) -> str | None:
+    """The first of ``patterns`` that matches ``path``, or None.
+
+    One combined pre-filter regex decides a miss; wcmatch confirms each candidate.
+    """
+    key = patterns if isinstance(patterns, tuple) else tuple(patterns)
+    subject = fold(path) if ignore_case else path
+    hit = _combined(key, ignore_case).fullmatch(subject)
+    if hit is None or hit.lastgroup is None:
+        return None
+    for pattern in key[int(hit.lastgroup[1:]) :]:
+        if _compiled(pattern, ignore_case)(subject):
+            return pattern
+    return None

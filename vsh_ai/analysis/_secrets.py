@@ -1,0 +1,764 @@
+"""The one secret detector: rules, protected reads, redaction, intent and path names use it.
+
+Built on detect-secrets: its regex detectors (recompiled for RE2), its keyword list and
+its entropy measure, plus patterns of our own for what it lacks. Every pattern is RE2
+(linear time); Python loops only walk matches or lines with bounded work each.
+Decoding passes (:mod:`._decode`) rescan text with hex, base64 (wrapped or url-safe),
+``\\xNN`` escapes, URL-percent encoding and concatenated string pieces decoded in place,
+and ROT13 for whole tokens, so a secret found in plain form is also found encoded.
+
+Work per call is capped at :data:`MAX_SCAN_CHARS`; content beyond it is reported as a
+finding of kind :data:`UNSCANNED` (so rules fail closed and redaction hides it).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from typing import Any
+
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.keyword import DENYLIST
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+
+from ._decode import (
+    Rewrite,
+    compile_re2,
+    decode_base64,
+    decode_runs,
+    finditer,
+    join_pieces,
+    percent_decode,
+    printable,
+    rot13,
+)
+
+__all__ = (
+    "MAX_SCAN_CHARS",
+    "UNSCANNED",
+    "SecretFinding",
+    "contains_secret",
+    "find_secret",
+    "find_secrets",
+    "is_placeholder",
+    "redact_text",
+    "secret_lines",
+)
+
+MAX_SCAN_CHARS = 4 * 1024 * 1024
+"""Characters scanned per call; the rest is one :data:`UNSCANNED` finding (fail closed)."""
+
+UNSCANNED = "unscanned content beyond the scan limit"
+_CONTEXT = 256  # characters rescanned either side of a decoded part
+_DEPTH = 2  # decoding passes nest this deep (base64 of hex of split pieces, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """A detected secret: what kind, and the span of the scanned text that hides it.
+
+    For a secret found after decoding, the span is the encoded source text and
+    ``encoding`` names the encoding ("base64", "hex", "rot13", "split", "url", ...).
+    """
+
+    kind: str
+    start: int
+    end: int
+    encoding: str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Placeholders: values that only stand for a secret.
+
+_PLACEHOLDER_FORM = compile_re2(
+    r"(?s)(?:"
+    r"\$\{\{.*\}\}|\$\{[^{}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|\$\([^()]*\)|\$\{?[0-9]\}?"
+    r"|%\([^()]*\)[sdrif]|%[sdrif]|\{\{.*\}\}|\{%.*%\}|\{[A-Za-z_0-9.]*\}|#\{[^{}]*\}"
+    r"|<[^<>]*>|%[A-Za-z_][A-Za-z0-9_]*%|@[A-Za-z_][A-Za-z0-9_.]*@|\[REDACTED.*"
+    r"|ENC\[.*\]|\$ANSIBLE_VAULT.*|!vault.*|!Ref .*|vault:.*|ref\+.*|op://.*"
+    r"|[A-Za-z0-9]{0,12}[-_]?(?:[a-z]{1,8}[-_])?[xX*•#.?]{4,}"
+    r"|[*xX•#.?_\-]+"
+    r")"
+)
+_PLACEHOLDER_WORDS = frozenset(
+    """changeme change replace replaceme example examples sample samples dummy test testing
+    fake placeholder redacted todo tbd fixme your yours my none null nil undefined secret
+    secrets password passwd token key apikey value here xxx foo bar baz demo insert enter
+    put goes missing unset empty default notset not set hidden masked removed omitted
+    required needed generate generated random something whatever""".split()
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _words(name: str) -> list[str]:
+    """``dbPassword_HASH`` → ``["db", "password", "hash"]`` (name is short: bounded work)."""
+    return [w for w in re.split(r"[^a-z0-9ñ]+", _CAMEL.sub("_", name[-200:]).lower()) if w]
+
+
+def is_placeholder(value: str) -> bool:
+    """True when the WHOLE value is a placeholder form, not a secret.
+
+    ``REPLACE_ME_IN_PROD``, ``changeme``, ``<your-key>``, ``${VAR}``, ``{{ var }}``,
+    ``%(x)s``, ``xxxx``, ``***``, ``sk-...``, ``example``: yes. A value holding digits or
+    random-looking text is never a placeholder just because a word like "test" is in it.
+    """
+    value = value.strip().strip("\"'`").strip()
+    if not value or len(set(value)) == 1:
+        return True
+    if "..." in value or "…" in value:
+        return True  # elided on purpose: not a usable secret
+    if _PLACEHOLDER_FORM.fullmatch(value) is not None:
+        return True
+    if any(c.isdigit() for c in value) or not all(c.isalpha() or c in " -_." for c in value):
+        return False
+    words = _words(value)
+    return bool(words) and any(w in _PLACEHOLDER_WORDS for w in words)
+
+
+# ---------------------------------------------------------------------------
+# Values and keys.
+
+_ENTROPY = Base64HighEntropyString()  # detect-secrets' Shannon entropy over base64 chars
+_LITERAL_VALUE = re.compile(
+    r"(?i)[-+]?\d+(?:\.\d+)?[a-z]{0,3}|true|false|yes|no|on|off|null|none|nil|undefined"
+)
+_TYPE_NAMES = frozenset(
+    "str string int bool boolean bytes secretstr secretbytes optional any text char varchar "
+    "number object list dict array password".split()
+)
+
+
+def _randomish(value: str) -> bool:
+    """Mixed character classes and some entropy: how generated credentials look."""
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+        )
+    )
+    return classes >= 2 and _ENTROPY.calculate_shannon_entropy(value) >= 3.0
+
+
+def _code_like(value: str, key: str) -> bool:
+    """An unquoted value that is an expression or name in code, not a literal."""
+    if any(c in value for c in "()[]{}") or value[0] in "$@&*!%\\":
+        return True
+    if value.lower() == key.lower() or value.lower() in _TYPE_NAMES:
+        return True
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value):
+        return True  # self.password, os.environ, settings.SECRET_KEY
+    return re.fullmatch(r"[a-z_]+", value) is not None  # password_input, getpass
+
+
+# Keywords: detect-secrets' denylist ("api_?key", "password", "secret", ...) plus ours.
+_STRONG_WORDS = tuple(sorted({w.replace("_?", "") for w in DENYLIST} | {"passphrase"}))
+_NOT_SECRET_LAST = frozenset(
+    """name names id ids type types path file files dir url uri length len size ttl timeout
+    expiry expires expiration age count field fields header env var ref arn policy mode format
+    version min max enabled enable required prefix suffix backend provider store label hint
+    regex pattern rotation reset validation validator strength endpoint algorithm alg kind
+    class limit attempts retries lifetime duration seconds minutes hours days interval location
+    source stdin input prompt length help description desc placeholder message msg error errors
+    column col param params argument arg option options flag flags config settings method
+    methods scheme schemes policy policies rule rules hash_algorithm fingerprint usage
+    manager service store id_token_hint salt_rounds rounds cost""".split()
+)
+_NOT_SECRET_FIRST = frozenset(
+    "max min num is has use enable enabled show allow require no validate check forgot "
+    "reset get set should can must".split()
+)
+
+
+def _key_kind(key: str) -> tuple[str, bool] | None:
+    """``(kind, strong)`` when ``key`` names a secret; weak kinds need random values."""
+    words = _words(key)
+    if not words or words[-1] in _NOT_SECRET_LAST or words[0] in _NOT_SECRET_FIRST:
+        return None
+    joined = "".join(words)
+    for word in _STRONG_WORDS:
+        if word in joined and not (word == "secret" and "secretary" in joined):
+            if "pass" in word or word == "pwd" or word.startswith("contras"):
+                return "password", True
+            return ("secret" if word == "secret" else "key"), True
+    for word in words:
+        if word in ("pass", "pw", "pswd", "passw") or (
+            word.endswith("pass") and word not in ("bypass", "compass", "encompass")
+        ):
+            return "password", True
+        if word in ("signing", "signingkey") or (word.endswith("key") and len(word) > 3):
+            if word not in ("hotkey", "monkey", "turkey", "donkey", "whiskey", "jockey"):
+                return "key", True
+    for word in words:
+        if word.endswith("token") or word == "tokens":
+            return "token", False
+        if word in ("credential", "credentials", "creds", "cred", "auth", "sig", "signature"):
+            return "credential", False
+        if word == "key" and len(words) <= 2:
+            return "key", False
+    return None
+
+
+def _value_is_secret(
+    value: str, key: str, strong: bool, *, quoted: bool, style: str, next_char: str = ""
+) -> bool:
+    """Whether an assigned value is a secret (not a placeholder, literal or code)."""
+    value = value.strip()
+    if is_placeholder(value) or _LITERAL_VALUE.fullmatch(value):
+        return False
+    if not quoted:
+        if style == "code" and _code_like(value, key):
+            return False
+        if style == "colon" and (
+            value[0] in "$@&*!%|>{[" or value.lower() in _TYPE_NAMES or value.lower() == key.lower()
+        ):
+            return False
+        if style == "colon" and next_char in ",;" and re.fullmatch(r"[A-Za-z_]\w*", value):
+            return False  # password: password, (a JS object shorthand-ish reference)
+    if quoted and value.count(" ") >= 2 and not key.lower().endswith("phrase"):
+        return False  # a sentence, such as a prompt or an error message
+    if strong:
+        return len(value) >= 6
+    return len(value) >= 12 and _randomish(value)
+
+
+# ---------------------------------------------------------------------------
+# Token patterns: detect-secrets' detectors (recompiled for RE2) and ours.
+
+_L = r"(?:^|[^A-Za-z0-9])"  # token start: not glued to a longer alphanumeric run
+
+
+def _from_detect_secrets() -> list[tuple[str, Any, bool]]:
+    """detect-secrets' regex detectors as RE2 patterns ``(kind, regex, randomness gate)``."""
+    detectors: tuple[tuple[type[RegexBasedDetector], str], ...] = (
+        (AWSKeyDetector, "AWS access key id"),
+        (AzureStorageKeyDetector, "Azure storage account key"),
+        (GitHubTokenDetector, "GitHub token"),
+        (GitLabTokenDetector, "GitLab token"),
+        (MailchimpDetector, "Mailchimp API key"),
+        (OpenAIDetector, "OpenAI API key"),
+        (PypiTokenDetector, "PyPI token"),
+        (SendGridDetector, "SendGrid API key"),
+        (SlackDetector, "Slack token"),
+        (SquareOAuthDetector, "Square OAuth secret"),
+        (StripeDetector, "Stripe key"),
+        (TelegramBotTokenDetector, "Telegram bot token"),
+    )
+    out: list[tuple[str, Any, bool]] = []
+    for detector, kind in detectors:
+        for number, regex in enumerate(detector.denylist):
+            pattern = regex.pattern.replace("(?!\\w)", "").replace("{50,1024}", "{50,}")
+            if regex.flags & re.VERBOSE:
+                pattern = re.sub(r"\s+|#[^\n]*", "", pattern)
+            flags = "(?i)" if regex.flags & re.IGNORECASE else ""
+            try:
+                compiled = compile_re2(flags + pattern)
+            except Exception:  # RE2 cannot express it: our own patterns cover the kind
+                continue
+            if detector is AWSKeyDetector and number == 1:
+                kind = "AWS secret access key"
+            out.append((kind, compiled, detector is not AWSKeyDetector))
+    return out
+
+
+_TOKEN_SOURCES: tuple[tuple[str, str, bool], ...] = (
+    (
+        "private key",
+        r"-{4,5}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{4,5}(?s:.*?)"
+        r"(?:-{4,5}[ \t]*END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{4,5}|\z)",
+        False,
+    ),
+    ("private key", r"PuTTY-User-Key-File-[0-9]+:[^\n]*", False),
+    (
+        "private key",
+        r"Private-Lines:[ \t]*[0-9]+[ \t]*\r?\n"
+        r"(?P<v>(?:[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|\z))+)",
+        False,
+    ),
+    (
+        "AWS access key id",
+        _L + r"(?P<v>(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})(?:[^0-9A-Z]|\z)",
+        False,
+    ),
+    (
+        "AWS secret access key",
+        r"(?i)aws[A-Za-z0-9_.\-]{0,30}(?:secret|private|key)[A-Za-z0-9_.\-]{0,30}[\"']?[ \t]*"
+        r"(?:=>|:=|[:=])[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)",
+        False,
+    ),
+    (
+        "AWS secret access key",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}[\"']?[ \t]*[,;:|\t][ \t]*[\"']?"
+        r"(?P<v>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)",
+        False,
+    ),
+    (
+        "AWS credentials",
+        r"(?i)access key id[ \t]*,[ \t]*secret access key[^\n]*(?P<v>(?:\n[^\n]*)+)",
+        False,
+    ),
+    (
+        "GitHub token",
+        _L + r"(?P<v>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        True,
+    ),
+    ("Slack token", _L + r"(?P<v>xox[abposre]-[A-Za-z0-9-]{10,})", True),
+    ("Slack app token", _L + r"(?P<v>xapp-[0-9]+-[A-Za-z0-9-]{10,})", True),
+    (
+        "Slack webhook URL",
+        r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/\-]{8,})",
+        False,
+    ),
+    (
+        "Discord webhook URL",
+        r"(?i)discord(?:app)?\.com/api/webhooks/(?P<v>[0-9]+/[A-Za-z0-9_\-]{20,})",
+        False,
+    ),
+    (
+        "API key",
+        _L + r"(?P<v>sk-(?:proj-|ant-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,})",
+        True,
+    ),
+    ("Google API key", _L + r"(?P<v>AIza[0-9A-Za-z_\-]{35})", False),
+    ("Stripe key", _L + r"(?P<v>(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,})", True),
+    ("Stripe webhook secret", _L + r"(?P<v>whsec_[0-9A-Za-z+/]{20,})", True),
+    (
+        "JSON web token",
+        _L + r"(?P<v>eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*)",
+        False,
+    ),
+    ("PyPI token", _L + r"(?P<v>pypi-AgE[A-Za-z0-9_\-]{50,})", False),
+    ("npm token", _L + r"(?P<v>npm_[A-Za-z0-9]{36,})", True),
+    ("Hugging Face token", _L + r"(?P<v>(?:hf_|api_org_)[A-Za-z0-9]{30,})", True),
+    (
+        "GitLab token",
+        _L + r"(?P<v>(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-"
+        r"[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})",
+        True,
+    ),
+    (
+        "Azure storage account key",
+        r"(?i)AccountKey[ \t]*=[ \t]*(?P<v>[A-Za-z0-9+/]{20,}={0,2})",
+        False,
+    ),
+    (
+        "Azure shared access key",
+        r"(?i)SharedAccess(?:Key|Signature)[ \t]*=[ \t]*(?P<v>[^;\s\"'<>]{10,})",
+        False,
+    ),
+)
+
+_TOKENS: tuple[tuple[str, Any, bool], ...] = (
+    *((kind, compile_re2(source), gate) for kind, source, gate in _TOKEN_SOURCES),
+    *_from_detect_secrets(),
+)
+# Token patterns run only in windows around a hit of this cheap literal gate, so text
+# without any vendor prefix costs one fast scan. The first three patterns (armour, PuTTY)
+# and the AWS CSV can be long and always scan the whole text.
+_GATE = compile_re2(
+    r"AKIA|ASIA|ABIA|ACCA|A3T|AKC|gh[pousr]_|github_pat_|xox|xapp-|(?i:hooks\.slack\.com)"
+    r"|(?i:discord)|sk-|sk_|rk_|AIza|whsec_|eyJ|pypi-|npm_|hf_|api_org_|GR1348941"
+    r"|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|(?i:accountkey|sharedaccess|aws)"
+    r"|SG\.|sq0csp|-us[0-9]|[0-9]{8}:"
+)
+_WHOLE_TEXT = frozenset(("private key", "AWS credentials"))
+_BEFORE, _AFTER = 64, 4096  # window around a gate hit
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    windows: list[tuple[int, int]] = []
+    for (start, end), _ in finditer(_GATE, text):
+        low, high = max(start - _BEFORE, 0), min(end + _AFTER, len(text))
+        if windows and low <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], high))
+        else:
+            windows.append((low, high))
+    return windows
+
+
+def _value_span(span: tuple[int, int], groups: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    v = groups.get("v")
+    if v is not None and v[0] >= 0:
+        return v
+    return span
+
+
+def _spans(regex: Any, text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    numbered = regex.groups > 0 and not regex.groupindex
+    for span, groups in finditer(regex, text):
+        if numbered:
+            first = regex.groups and _group1(regex, text, span)
+            spans.append(first or span)
+        else:
+            spans.append(_value_span(span, groups))
+    return spans
+
+
+def _group1(regex: Any, text: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    """detect-secrets puts the secret in group 1 (when it has one of useful length)."""
+    match = regex.match(text[span[0] : span[1]])
+    if match is None or match.start(1) < 0 or match.end(1) - match.start(1) < 16:
+        return None
+    return span[0] + match.start(1), span[0] + match.end(1)
+
+
+def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
+    out: list[SecretFinding] = []
+    windows = _windows(text)
+    for kind, regex, gate in _TOKENS:
+        if kind in _WHOLE_TEXT:
+            spans = _spans(regex, text)
+        else:
+            spans = [
+                (low + s, low + e) for low, high in windows for s, e in _spans(regex, text[low:high])
+            ]
+        for start, end in spans:
+            value = text[start:end]
+            if is_placeholder(value) or (gate and not _random_tail(value)):
+                continue
+            out.append(SecretFinding(kind, start, end, encoding))
+    return out
+
+
+def _random_tail(token: str) -> bool:
+    """The part after a vendor prefix has digits or mixed case (hf_hub_download does not)."""
+    tail = re.split(r"[-_]", token, maxsplit=1)[-1]
+    return any(c.isdigit() for c in tail) or (
+        any(c.isupper() for c in tail) and any(c.islower() for c in tail)
+    )
+
+
+# ---------------------------------------------------------------------------
+# Contextual patterns: a secret-sounding key, flag or header, then a value.
+
+_KW = r"(?i:pass|pw|secret|token|key|auth|cred|sign|sig|private|contrase)"
+_KEY = r"[A-Za-z0-9_.\-]*" + _KW + r"[A-Za-z0-9_.\-]*"  # unbounded: RE2 stays small
+_QVAL = r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
+
+_ASSIGNMENT = compile_re2(
+    r"(?P<key>" + _KEY + r")[\"'\]]{0,2}[ \t]*(?P<op>:=|=>|===|==|!==|!=|=|:)[ \t]*@?"
+    r"(?P<val>" + _QVAL + r"|[^\s\"'`,;#&}\])<>]+)"
+)
+_XML_ELEMENT = compile_re2(
+    r"<(?P<key>[A-Za-z_][A-Za-z0-9_.:\-]{0,80})(?:[ \t][^<>\n]*)?>(?P<val>[^<\n]{1,500})</"
+)
+_XML_PAIR = compile_re2(
+    r"(?i)(?:key|name)[ \t]*=[ \t]*\"(?P<key>[^\"\n]{1,80})\"[ \t]+value[ \t]*=[ \t]*"
+    r"\"(?P<val>[^\"\n]*)\""
+)
+_NETRC = compile_re2(
+    r"(?i)(?:(?:^|\s)(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*"
+    r"\s+|(?m:^)[ \t]*)(?P<key>password|passwd)[ \t]+(?P<val>[^\s=:\"']\S*)"
+)
+_FLAG = compile_re2(
+    r"(?:^|[\s\"'])--?(?P<key>[A-Za-z0-9_\-]*" + _KW + r"[A-Za-z0-9_\-]*)"
+    r"(?:=|[ \t]+)(?P<val>" + _QVAL + r"|[^\s\"'|;&<>]+)"
+)
+_CURL_USER = compile_re2(
+    r"(?:^|\s)(?:-u|--user)(?:=|[ \t]*)(?P<val>" + _QVAL + r"|[^\s\"'|;&<>]+)"
+)
+_AUTH_HEADER = compile_re2(
+    r"(?i)(?:authorization|x-api-key|api-key|x-auth-token|private-token)[\"']?[ \t]*[:=][ \t]*"
+    r"[\"']?(?:(?:bearer|basic|token|digest|negotiate|bot|apikey)[ \t]+)?"
+    r"(?P<val>[A-Za-z0-9._~+/=\-]{8,})"
+)
+_BEARER = compile_re2(r"(?i)(?:^|[^A-Za-z0-9])bearer[ \t]+(?P<val>[A-Za-z0-9._~+/\-]{16,}=*)")
+_BASIC = compile_re2(r"(?i)(?:^|[^A-Za-z0-9])basic[ \t]+(?P<val>[A-Za-z0-9+/]{8,}={0,2})")
+_URL_CREDENTIALS = compile_re2(
+    r"(?i)(?:^|[^A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[^\s/:@\"'<>]*):"
+    r"(?P<val>[^\s\"'<>]+)@[A-Za-z0-9\[_]"
+)
+_QUERY = compile_re2(
+    r"[?&;](?P<key>[A-Za-z0-9_.\-]*" + _KW + r"[A-Za-z0-9_.\-\[\]]*)="
+    r"(?P<val>[^&\s\"'#<>]+)"
+)
+_DOCKER_AUTH = compile_re2(r"(?i)\"(?:auth|identitytoken)\"[ \t]*:[ \t]*\"(?P<val>[^\"\n]{8,})\"")
+_YAML_KEY_LINE = compile_re2(
+    r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>" + _KEY + r")[\"']?[ \t]*:[ \t]*"
+    r"(?P<block>[|>][-+0-9]*)?[ \t]*(?:#[^\n]*)?$"
+)
+_ENV_PREFIX = frozenset(("", "export", "set", "setenv", "env", "arg", "declare", "local"))
+
+
+def _unquote(text: str, span: tuple[int, int]) -> tuple[int, int, bool]:
+    start, end = span
+    if end - start >= 2 and text[start] == text[end - 1] and text[start] in "\"'`":
+        return start + 1, end - 1, True
+    return start, end, False
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    position = text.find("\n")
+    while position >= 0:
+        starts.append(position + 1)
+        position = text.find("\n", position + 1)
+    return starts
+
+
+def _contextual(text: str) -> list[SecretFinding]:
+    out: list[SecretFinding] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        if end > start:
+            out.append(SecretFinding(kind, start, end))
+
+    starts = _line_starts(text)
+
+    for _, g in finditer(_ASSIGNMENT, text):
+        key = text[g["key"][0] : g["key"][1]]
+        named = _key_kind(key)
+        if named is None:
+            continue
+        start, end, quoted = _unquote(text, g["val"])
+        op = text[g["op"][0] : g["op"][1]]
+        line_start = starts[bisect_right(starts, g["key"][0]) - 1]
+        prefix = text[max(line_start, g["key"][0] - 16) : g["key"][0]].strip().lower()
+        if g["key"][0] - line_start > 16:
+            prefix = "(code)"
+        if op == ":":
+            style = "colon"
+        elif op == "=" and prefix in _ENV_PREFIX and text[g["key"][1] : g["op"][0]] == "":
+            style = "env"
+        else:
+            style = "code"
+        if _value_is_secret(
+            text[start:end],
+            key,
+            named[1],
+            quoted=quoted,
+            style=style,
+            next_char=text[g["val"][1] : g["val"][1] + 1],
+        ):
+            add(named[0], start, end)
+    for regex in (_XML_ELEMENT, _XML_PAIR):
+        for _, g in finditer(regex, text):
+            named = _key_kind(text[g["key"][0] : g["key"][1]].rsplit(":", 1)[-1])
+            start, end = g["val"]
+            value = text[start:end]
+            if named and _value_is_secret(value, "", named[1], quoted=True, style="colon"):
+                add(named[0], start, end)
+    for _, g in finditer(_NETRC, text):
+        start, end = g["val"]
+        if not is_placeholder(text[start:end]) and end - start >= 3:
+            add("password", start, end)
+    for _, g in finditer(_FLAG, text):
+        named = _key_kind(text[g["key"][0] : g["key"][1]])
+        start, end, quoted = _unquote(text, g["val"])
+        value = text[start:end]
+        if named and not value.startswith("-") and _value_is_secret(
+            value, "", named[1], quoted=True, style="flag"
+        ):
+            add(named[0], start, end)
+    for _, g in finditer(_CURL_USER, text):
+        start, end, _ = _unquote(text, g["val"])
+        user, sep, password = text[start:end].partition(":")
+        if sep and password and not is_placeholder(password) and not password.isdigit():
+            add("password", start + len(user) + 1, end)
+    for regex in (_AUTH_HEADER, _BEARER):
+        for _, g in finditer(regex, text):
+            start, end = g["val"]
+            value = text[start:end]
+            if not is_placeholder(value) and (len(value) >= 20 or _randomish(value)):
+                add("authorization credentials", start, end)
+    for _, g in finditer(_BASIC, text):
+        start, end = g["val"]
+        data = decode_base64(text[start:end])
+        if data is not None and b":" in data and printable(data.decode("utf-8", "replace")):
+            add("authorization credentials", start, end)
+    for _, g in finditer(_URL_CREDENTIALS, text):
+        start, end = g["val"]
+        value = text[start:end]
+        if re.fullmatch(r"[0-9]+(?:/.*)?", value, re.DOTALL) or is_placeholder(value):
+            continue
+        add("credentials in a URL", start, end)
+    for _, g in finditer(_QUERY, text):
+        named = _key_kind(text[g["key"][0] : g["key"][1]])
+        start, end = g["val"]
+        from urllib.parse import unquote
+
+        value = unquote(text[start:end])
+        if named and _value_is_secret(value, "", named[1], quoted=True, style="query"):
+            add(named[0], start, end)
+    for _, g in finditer(_DOCKER_AUTH, text):
+        start, end = g["val"]
+        data = decode_base64(text[start:end])
+        if data is not None and b":" in data:
+            add("registry credentials", start, end)
+    out.extend(_yaml_blocks(text))
+    return out
+
+
+def _yaml_blocks(text: str) -> list[SecretFinding]:
+    """``password:`` with the value on the next (more indented) lines, plain or folded."""
+    out: list[SecretFinding] = []
+    for (_, line_end), g in finditer(_YAML_KEY_LINE, text):
+        named = _key_kind(text[g["key"][0] : g["key"][1]])
+        if named is None:
+            continue
+        indent = g["indent"][1] - g["indent"][0]
+        position, lines, start, end = line_end + 1, [], -1, -1
+        while position < len(text) and len(lines) < 64:  # bounded work per key
+            stop = text.find("\n", position, position + 8192)
+            stop = len(text) if stop < 0 else stop
+            line = text[position:stop]
+            body = line.lstrip(" \t")
+            if body and len(line) - len(body) <= indent:
+                break
+            if body:
+                start = position + len(line) - len(body) if start < 0 else start
+                end = position + len(line.rstrip())
+                lines.append(body.rstrip())
+            position = stop + 1
+        if not lines or re.match(r"[\w.\-\"']+[ \t]*:(?:\s|$)|- ", lines[0]):
+            continue  # a nested mapping or list, not a scalar
+        value = " ".join(lines) if g["block"][0] < 0 or text[g["block"][0]] == ">" else "\n".join(lines)
+        if _value_is_secret(value.strip("\"'"), "", named[1], quoted=True, style="colon"):
+            out.append(SecretFinding(named[0], start, end))
+    return out
+
+
+def _plain(text: str) -> list[SecretFinding]:
+    return _tokens(text) + _contextual(text)
+
+
+# ---------------------------------------------------------------------------
+# Decoding passes and the public API.
+
+
+def _scan(text: str, depth: int) -> list[SecretFinding]:
+    found = _plain(text)
+    found += _tokens(rot13(text), "rot13")
+    if depth <= 0:
+        return found
+    encoded, keys = decode_runs(text)
+    found += [SecretFinding("private key", s, e, encoding) for (s, e), encoding in keys]
+    plain = [(f.kind, f.start, f.end) for f in found]
+    for rewrite in (encoded, join_pieces(text), percent_decode(text)):
+        if rewrite is None:
+            continue
+        # Rescan only around what was decoded (the rest was scanned as it is).
+        for low, high in rewrite.windows(_CONTEXT):
+            inner = [
+                replace(f, start=f.start + low, end=f.end + low)
+                for f in _scan(rewrite.text[low:high], depth - 1)
+            ]
+            for finding in _mapped(rewrite, inner):
+                if not any(
+                    kind == finding.kind and finding.start <= s and e <= finding.end
+                    for kind, s, e in plain
+                ):
+                    found.append(finding)
+    return found
+
+
+def _mapped(rewrite: Rewrite, inner: list[SecretFinding]) -> list[SecretFinding]:
+    out: list[SecretFinding] = []
+    for finding in inner:
+        start, end, label = rewrite.source_span(finding.start, finding.end)
+        if label is None and finding.encoding is None:
+            continue  # verbatim text: the plain scan already saw it
+        encoding = label if finding.encoding is None else f"{label or ''}+{finding.encoding}"
+        out.append(replace(finding, start=start, end=end, encoding=encoding.strip("+")))
+    return out
+
+
+def _normalised(found: list[SecretFinding]) -> tuple[SecretFinding, ...]:
+    """Sorted; a finding inside another's span is dropped."""
+    out: list[SecretFinding] = []
+    reach = -1
+    for finding in sorted(found, key=lambda f: (f.start, -f.end, f.encoding or "")):
+        if finding.end <= reach and out and finding.start >= out[-1].start:
+            if any(f.start <= finding.start and finding.end <= f.end for f in out[-3:]):
+                continue
+        out.append(finding)
+        reach = max(reach, finding.end)
+    return tuple(out)
+
+
+def find_secrets(text: str) -> tuple[SecretFinding, ...]:
+    """Every secret in ``text`` (multi-line aware, decoding passes included), by position.
+
+    Beyond :data:`MAX_SCAN_CHARS`, the rest is one :data:`UNSCANNED` finding.
+    """
+    head = text[:MAX_SCAN_CHARS]
+    found = _scan(head, _DEPTH)
+    if len(text) > MAX_SCAN_CHARS:
+        found.append(SecretFinding(UNSCANNED, MAX_SCAN_CHARS, len(text)))
+    return _normalised(found)
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of the first secret in ``text``, or None."""
+    found = find_secrets(text)
+    return found[0].kind if found else None
+
+
+def contains_secret(data: bytes | str) -> bool:
+    """True when ``data`` holds a secret (bytes are read as UTF-8, bad bytes replaced)."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    return bool(find_secrets(text))
+
+
+def secret_lines(text: str) -> tuple[int, ...]:
+    """1-based numbers of the lines where findings start."""
+    newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
+    return tuple(
+        sorted({bisect_right(newlines, f.start - 1) + 1 for f in find_secrets(text)})
+    )
+
+
+def _masked(text: str, findings: tuple[SecretFinding, ...], mask: str) -> str:
+    spans: list[list[Any]] = []
+    for finding in findings:
+        if spans and finding.start < spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], finding.end)
+        else:
+            spans.append([finding.start, finding.end, finding.kind])
+    parts: list[str] = []
+    position = 0
+    for start, end, kind in spans:
+        parts.append(text[position:start])
+        label = mask.format(kind=kind)
+        pieces = text[start:end].split("\n")
+        parts.append("\n".join(label if piece.strip() else piece for piece in pieces))
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def redact_text(
+    text: str, *, mask: str = "[REDACTED:{kind}]"
+) -> tuple[str, tuple[SecretFinding, ...]]:
+    """``text`` with every detected secret replaced by ``mask`` (line count kept).
+
+    Returns the redacted text and the findings in the original text. The result holds
+    no detected secret: masking repeats until a rescan finds nothing, and as a last
+    resort whole lines holding findings are masked.
+    """
+    findings = find_secrets(text)
+    redacted = text
+    current = findings
+    for _ in range(4):
+        if not current:
+            return redacted, findings
+        redacted = _masked(redacted, current, mask)
+        current = find_secrets(redacted)
+    lines = redacted.split("\n")
+    for number in secret_lines(redacted):
+        lines[number - 1] = mask.format(kind="secret")
+    return "\n".join(lines), findings

@@ -1,0 +1,656 @@
+"""Allowances: path allowances (kinds, sizes, text) and typed config allowances.
+
+An allowance never denies: it *claims* the net changes it can prove allowed
+(:class:`~vsh_ai.rules.Claim`) and a :class:`~vsh_ai.rules.RuleSet` approves only when
+every change is claimed. A change in an allowance's scope whose constraints fail gets a
+``Claim(ok=False)`` whose reason tells the agent what would be allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .._evidence import Evidence, is_binary
+from ..analysis._config import (
+    MISSING,
+    ConfigSyntaxError,
+    check_key_pattern,
+    config_changes,
+    detect_format,
+    key_matches,
+    parse_config,
+    typed_equal,
+)
+from ._base import Allowance, Claim, NetChange
+from ._content import compile_re2
+from ._glob import check_globs, matching
+
+__all__ = (
+    "AllowAddedLines",
+    "AllowConfig",
+    "AllowPaths",
+    "ConstraintType",
+    "KeyConstraint",
+    "NetKind",
+)
+
+NetKind = Literal["create", "modify", "delete", "rename", "metadata_change"]
+ConstraintType = Literal["string", "integer", "number", "boolean", "list", "table", "any"]
+ConfigFormatName = Literal["auto", "toml", "json", "yaml", "ini", "env", "properties"]
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_BOOLEANS: dict[str, dict[str, bool]] = {
+    "ini": {"1": True, "yes": True, "true": True, "on": True}
+    | {"0": False, "no": False, "false": False, "off": False},
+    "env": {"1": True, "yes": True, "true": True, "on": True}
+    | {"0": False, "no": False, "false": False, "off": False},
+    "properties": {"true": True, "false": False},
+}
+_STRING_FORMATS = frozenset(_BOOLEANS)
+
+
+def _globs(globs: tuple[str, ...]) -> tuple[str, ...]:
+    if not globs:
+        raise ValueError("give at least one glob in `paths`")
+    return check_globs(globs)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# -- path allowances ------------------------------------------------------------------
+
+
+class AllowPaths(Allowance):
+    """Claims changes of the given ``kinds`` on paths matching ``paths`` (root-anchored).
+
+    * ``kinds``: the net kinds claimed (create, modify, delete, rename, metadata_change);
+      a rename is claimed only when both ends match ``paths``.
+    * ``destructive``: a modify that empties or guts a file (most lines removed or
+      commented out) is only claimed when true.
+    * ``max_bytes``: the largest new file size claimed.
+    * ``text_only``: binary content written by a create or modify is not claimed unless
+      false (it cannot be reviewed).
+    A create or modify whose bytes copy a file from outside ``paths`` is not claimed.
+    """
+
+    type: Literal["allow_paths"] = "allow_paths"
+    paths: tuple[str, ...] = Field(description="Root-anchored globs of the paths claimed.")
+    kinds: tuple[NetKind, ...] = Field(description="Net change kinds claimed on these paths.")
+    destructive: bool = Field(
+        default=False, description="Also claim modifications that empty or gut a file."
+    )
+    max_bytes: int | None = Field(default=None, ge=0, description="Largest file size claimed.")
+    max_changed_lines: int | None = Field(
+        default=None, ge=0, description="Most lines a modify may add plus remove (small edits)."
+    )
+    text_only: bool = Field(default=True, description="Claim text content only.")
+    mode_change: Literal["add_exec", "any"] = Field(
+        default="add_exec",
+        description="metadata_change claimed: only added exec bits (add_exec) or any mode.",
+    )
+    description: str = Field(default="", description="What this allowance is for.")
+
+    _check_paths = field_validator("paths")(_globs)
+
+    @field_validator("kinds")
+    @classmethod
+    def _some_kinds(cls, kinds: tuple[NetKind, ...]) -> tuple[NetKind, ...]:
+        if not kinds:
+            raise ValueError("give at least one kind (create, modify, delete, rename, ...)")
+        return kinds
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        glob = matching(self.paths, change.path)
+        if glob is None or change.kind not in self.kinds:
+            return None
+        path, kind = change.path, change.kind
+        for node in (change.before, change.after):
+            if node is not None and node.kind not in ("file", "directory"):
+                return Claim(False, f"{path} is a {node.kind}; only regular files are claimed")
+        if kind == "rename":
+            partner = change.partner
+            if partner is None or matching(self.paths, partner) is None:
+                return Claim(
+                    False,
+                    f"{path} is renamed {'from or to ' + partner if partner else ''} outside "
+                    f"{', '.join(self.paths)}; move files only within these paths",
+                )
+        if kind == "modify" and change.destructive and not self.destructive:
+            return Claim(
+                False,
+                f"{path}: {change.destructive}; emptying or gutting a file is not allowed "
+                "here, edit only what the work needs",
+            )
+        before, after = change.before, change.after
+        if kind == "metadata_change" and self.mode_change == "add_exec":
+            old = before.mode if before is not None else 0
+            new = after.mode if after is not None else 0
+            if (old & ~0o111) != (new & ~0o111) or (old & 0o111) & ~new:
+                return Claim(
+                    False,
+                    f"{path}: mode {old:o} -> {new:o} changes more than adding exec bits; "
+                    "only chmod +x is allowed here",
+                )
+        if kind == "modify" and self.max_changed_lines is not None:
+            changed = _changed_lines(evidence, path)
+            if changed > self.max_changed_lines:
+                return Claim(
+                    False,
+                    f"{path}: {changed} lines changed (at most {self.max_changed_lines} here); "
+                    "keep the edit to what the work asks for",
+                )
+        if kind in ("create", "modify") and after is not None and after.kind == "file":
+            if self.max_bytes is not None and after.size > self.max_bytes:
+                return Claim(
+                    False, f"{path} would be {after.size} bytes (at most {self.max_bytes})"
+                )
+            if self.text_only:
+                data = evidence.after_bytes(path)
+                if data is not None and is_binary(data):
+                    return Claim(False, f"{path} is binary and cannot be reviewed; write text")
+            outside = [p for p in change.copied_from if matching(self.paths, p) is None]
+            if outside:
+                return Claim(
+                    False,
+                    f"{path} copies the contents of {', '.join(outside)}, which is outside "
+                    f"{', '.join(self.paths)}; do not copy files into these paths",
+                )
+        what = f"{kind} of {path}" + (f" (with {change.partner})" if change.partner else "")
+        return Claim(True, f"{what} matches '{glob}'")
+
+
+def _lines(data: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    if is_binary(data):
+        raise ValueError("binary content has no lines to compare")
+    return data.decode("utf-8").splitlines()
+
+
+def _changed_lines(evidence: Evidence, path: str) -> int:
+    """Lines added plus lines removed between the two sides of ``path``."""
+    before = _lines(evidence.before_bytes(path))
+    after = _lines(evidence.after_bytes(path))
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return sum(
+        (i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    )
+
+
+class AllowAddedLines(Allowance):
+    """Claims edits of ``paths`` that only add lines, each a full match of ``pattern``.
+
+    No existing line may be removed or changed (reordering is not a removal). For
+    append-only files such as ignore lists or changelogs: e.g. ``.gitignore`` with
+    ``pattern = "[^!#\\s].*|#.*|"`` (new ignore rules, comments or blank lines, never a
+    ``!`` re-include). ``kinds`` may add ``create`` (a new file of such lines only).
+    """
+
+    type: Literal["allow_added_lines"] = "allow_added_lines"
+    paths: tuple[str, ...] = Field(description="Root-anchored globs of the files claimed.")
+    pattern: str = Field(description="RE2 full match every added line must satisfy.")
+    kinds: tuple[Literal["create", "modify"], ...] = ("modify",)
+    description: str = Field(default="", description="What this allowance is for.")
+
+    _check_paths = field_validator("paths")(_globs)
+
+    @field_validator("pattern")
+    @classmethod
+    def _re2(cls, pattern: str) -> str:
+        compile_re2(pattern)
+        return pattern
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        if change.kind not in self.kinds or matching(self.paths, change.path) is None:
+            return None
+        path = change.path
+        try:
+            before = _lines(evidence.before_bytes(path) if change.kind == "modify" else None)
+            after = _lines(evidence.after_bytes(path))
+        except ValueError as error:
+            return Claim(False, f"{path}: {error}")
+        unmatched = Counter(after)
+        unmatched.subtract(before)
+        removed = [line for line, n in unmatched.items() if n < 0]
+        if removed:
+            return Claim(
+                False,
+                f"{path}: {len(removed)} existing line(s) removed or changed; only add "
+                "lines here and keep every existing one",
+            )
+        compiled = compile_re2(self.pattern)
+        added = [line for line, n in unmatched.items() if n > 0]
+        bad = [
+            n for n, line in enumerate(after, 1) if line in added and not compiled.fullmatch(line)
+        ]
+        if bad:
+            return Claim(
+                False,
+                f"{path}: added line {bad[0]} does not match {self.pattern!r}; add only such lines",
+            )
+        return Claim(True, f"{path}: only adds {sum(unmatched[a] for a in added)} allowed line(s)")
+
+
+# -- config allowances ----------------------------------------------------------------
+
+
+class KeyConstraint(BaseModel):
+    """What a changed config key may become.
+
+    ``type`` is required. ``min``/``max`` bound numbers (list length for lists);
+    ``enum`` lists allowed values (typed: ``true`` is not ``1``); ``pattern`` is an RE2
+    full match for strings; ``direction`` restricts numbers to increase or decrease (for
+    strings: a version, ``name@v1.2`` or ``1.2.3``, whose name stays and whose version
+    only moves that way; a value that is not such a version is not claimed);
+    ``only_to`` restricts booleans to one value; ``may_add``/``may_remove`` allow the key
+    (or list items) to appear or disappear.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: ConstraintType
+    min: float | None = None
+    max: float | None = None
+    enum: tuple[Any, ...] | None = None
+    pattern: str | None = Field(default=None, description="RE2 full match for strings.")
+    direction: Literal["increase", "decrease"] | None = None
+    only_to: bool | None = Field(default=None, description="Booleans may only become this.")
+    may_add: bool = False
+    may_remove: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _re2(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_re2(pattern)
+        return pattern
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KeyConstraint:
+        if (self.min is not None or self.max is not None) and self.type not in (
+            "integer",
+            "number",
+            "list",
+        ):
+            raise ValueError(f"min/max apply to integer, number or list, not {self.type}")
+        if self.direction is not None and self.type not in ("integer", "number", "string"):
+            raise ValueError(
+                "direction applies to integer, number or (version) string; for booleans use "
+                "only_to = true|false"
+            )
+        if self.only_to is not None and self.type != "boolean":
+            raise ValueError("only_to applies to booleans")
+        if self.pattern is not None and self.type not in ("string", "list"):
+            raise ValueError("pattern applies to strings (or lists of strings)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is greater than max {self.max}")
+        return self
+
+    def describe(self) -> str:
+        parts = [self.type]
+        if self.min is not None or self.max is not None:
+            low = "" if self.min is None else _num(self.min)
+            high = "" if self.max is None else _num(self.max)
+            parts.append(f"within {low}..{high}")
+        if self.enum is not None:
+            parts.append("one of " + ", ".join(_short(v) for v in self.enum))
+        if self.pattern is not None:
+            parts.append(f"matching {self.pattern!r}")
+        if self.direction is not None:
+            parts.append(f"{self.direction} only")
+        if self.only_to is not None:
+            parts.append(f"only to {str(self.only_to).lower()}")
+        return " ".join(parts)
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+_VERSION = re.compile(r"(?P<name>.*[@:])?[vV]?(?P<version>[0-9]+(?:\.[0-9]+)*)")
+
+
+def _version(text: Any) -> tuple[str, tuple[int, ...]] | None:
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    return match.group("name") or "", tuple(int(p) for p in match.group("version").split("."))
+
+
+def _version_problem(old: Any, new: Any, direction: str) -> str | None:
+    """Why ``old`` -> ``new`` is not a version move in ``direction`` (None when it is)."""
+    before, after = _version(old), _version(new)
+    if before is None or after is None:
+        return f"is not a version comparable with {_short(old)} (name@vX.Y or X.Y.Z)"
+    if before[0] != after[0]:
+        return f"changes the name from {before[0][:-1]!r}"
+    width = max(len(before[1]), len(after[1]))
+    a = before[1] + (0,) * (width - len(before[1]))
+    b = after[1] + (0,) * (width - len(after[1]))
+    if (direction == "increase" and b <= a) or (direction == "decrease" and b >= a):
+        return f"does not {direction} the version from {_short(old)}"
+    return None
+
+
+class AllowConfig(Allowance):
+    """Claims config file changes when every changed key is allowed by ``may_change``.
+
+    Both sides are parsed (TOML, JSON, YAML, INI/CFG, .env, .properties) into typed trees.
+    Every key no ``may_change`` pattern matches must keep its typed value and presence
+    (``true`` -> ``1`` is a change). Comment- or formatting-only edits are claimed.
+    ``kinds`` may include ``create``: a new file all of whose keys are allowed. For
+    INI/.env/.properties, string values are read as the constraint's ``type``.
+    Patterns: dotted keys, ``[0]``/``[*]`` list items, ``*`` one key, ``**`` any depth;
+    the last segment may glob a key's name (``**.*_timeout_s``); the first pattern that
+    matches decides; a ``list``/``table``/``any`` constraint also covers everything below
+    its key.
+    """
+
+    type: Literal["allow_config"] = "allow_config"
+    paths: tuple[str, ...] = Field(description="Root-anchored globs of the config files.")
+    format: ConfigFormatName = "auto"
+    kinds: tuple[Literal["create", "modify"], ...] = ("modify",)
+    may_change: dict[str, KeyConstraint] = Field(
+        default_factory=dict, description="Key pattern -> what the key may become."
+    )
+    description: str = Field(default="", description="What this allowance is for.")
+
+    _check_paths = field_validator("paths")(_globs)
+
+    @field_validator("kinds")
+    @classmethod
+    def _some_kinds(
+        cls, kinds: tuple[Literal["create", "modify"], ...]
+    ) -> tuple[Literal["create", "modify"], ...]:
+        if not kinds:
+            raise ValueError("give at least one kind (modify, create)")
+        return kinds
+
+    @field_validator("may_change")
+    @classmethod
+    def _patterns(cls, may_change: dict[str, KeyConstraint]) -> dict[str, KeyConstraint]:
+        for pattern in may_change:
+            if not pattern:
+                raise ValueError("an empty key pattern matches nothing; name the key")
+            try:
+                _name_glob(pattern)
+            except ValueError as error:
+                raise ValueError(f"key pattern {pattern!r}: {error}") from None
+        return may_change
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        if change.kind not in self.kinds or matching(self.paths, change.path) is None:
+            return None
+        path = change.path
+        fmt = self.format
+        if fmt == "auto":
+            try:
+                fmt = detect_format(path)
+            except ValueError as error:
+                return Claim(False, f"{path}: {error}; set `format` on the allowance")
+            if fmt == "auto":
+                return Claim(False, f"{path}: unknown config format; set `format`")
+        sides: list[Any] = []
+        for side, data in (
+            ("before", evidence.before_bytes(path) if change.kind == "modify" else None),
+            ("after", evidence.after_bytes(path)),
+        ):
+            if data is None:
+                sides.append(MISSING)
+                continue
+            try:
+                sides.append(parse_config(data, fmt, path))
+            except ConfigSyntaxError as error:
+                return Claim(False, f"{path} ({side}) cannot be parsed as {fmt}: {error}")
+        before, after = sides
+        if after is MISSING:
+            return Claim(False, f"{path} has no content after the change")
+        changes = config_changes(before, after)
+        if not changes:
+            return Claim(True, f"{path}: same {fmt} values (only comments or formatting)")
+        checker = _Checker(self.may_change, fmt, before, after, MISSING)
+        problems: list[str] = []
+        proven: list[str] = []
+        for key_change in changes:
+            ok, text = checker.check(key_change.key, key_change.before, key_change.after)
+            (proven if ok else problems).append(text)
+        if problems:
+            shown = "; ".join(problems[:5]) + (
+                f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+            )
+            return Claim(False, f"{path}: {shown}")
+        return Claim(True, f"{path}: " + "; ".join(dict.fromkeys(proven)))
+
+
+_SEGMENT = re.compile(r'\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([^.\[\]"]+)')
+
+
+def _split_key(key: str) -> list[tuple[int, str | int]]:
+    """``a.b[0]."c.d"`` -> [(end offset, segment), ...]; empty when it does not parse."""
+    out: list[tuple[int, str | int]] = []
+    index = 0
+    while index < len(key):
+        if out and key[index] == ".":
+            index += 1
+        match = _SEGMENT.match(key, index)
+        if match is None:
+            return []
+        if match.group(1) is not None:
+            out.append((match.end(), int(match.group(1))))
+        elif match.group(2) is not None:
+            out.append((match.end(), json.loads(f'"{match.group(2)}"')))
+        else:
+            out.append((match.end(), match.group(3)))
+        index = match.end()
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _name_glob(pattern: str) -> tuple[str, str | None]:
+    """``(structural pattern, last-segment name glob or None)``; ValueError if invalid.
+
+    The last segment may glob a mapping key's name (``**.*_timeout_s``); every other
+    segment is H2's key-pattern syntax (``*`` one key, ``[*]`` one index, ``**`` any).
+    """
+    parts = _split_key(pattern)
+    last = parts[-1][1] if parts else None
+    if isinstance(last, str) and "*" in last and last not in ("*", "**"):
+        if pattern.endswith('"'):
+            return check_key_pattern(pattern), None
+        start = parts[-2][0] if len(parts) > 1 else 0
+        prefix = pattern[:start]
+        structural = f"{prefix}.*" if prefix else "*"
+        if "**" in last:
+            raise ValueError("'**' inside a name glob; use '*' within a name")
+        return check_key_pattern(structural), last
+    return check_key_pattern(pattern), None
+
+
+def _pattern_matches(pattern: str, key: str) -> bool:
+    structural, name = _name_glob(pattern)
+    if not key_matches(structural, key):
+        return False
+    if name is None:
+        return True
+    parts = _split_key(key)
+    return bool(parts) and isinstance(parts[-1][1], str) and fnmatchcase(parts[-1][1], name)
+
+
+def _subtree(tree: Any, segments: list[str | int], missing: object) -> Any:
+    node = tree
+    for segment in segments:
+        in_list = isinstance(segment, int) and isinstance(node, list) and segment < len(node)
+        in_table = isinstance(segment, str) and isinstance(node, Mapping) and segment in node
+        if in_list or in_table:
+            node = node[segment]
+        else:
+            return missing
+    return node
+
+
+class _Checker:
+    """Checks key changes against ``may_change`` (one instance per claimed file)."""
+
+    def __init__(
+        self,
+        constraints: dict[str, KeyConstraint],
+        fmt: str,
+        before: Any,
+        after: Any,
+        missing: object,
+    ) -> None:
+        self.constraints = constraints
+        self.fmt = fmt
+        self.before = before
+        self.after = after
+        self.missing = missing
+        self.checked: dict[str, tuple[bool, str]] = {}
+
+    def _match(self, key: str) -> tuple[str, str, KeyConstraint] | None:
+        """(pattern, matched key or ancestor, constraint): the key itself first."""
+        for pattern, constraint in self.constraints.items():
+            if _pattern_matches(pattern, key):
+                return pattern, key, constraint
+        parts = _split_key(key)
+        for end, _ in reversed(parts[:-1]):
+            ancestor = key[:end]
+            for pattern, constraint in self.constraints.items():
+                if constraint.type in ("list", "table", "any") and _pattern_matches(
+                    pattern, ancestor
+                ):
+                    return pattern, ancestor, constraint
+        return None
+
+    def check(self, key: str, before: Any, after: Any) -> tuple[bool, str]:
+        found = self._match(key)
+        if found is None:
+            return False, (
+                f"{key} changed ({self._show(before)} -> {self._show(after)}) but this "
+                "work may not change it; restore its value"
+            )
+        _pattern, where, constraint = found
+        if where != key:  # a list or table constraint covers the whole value at ``where``
+            if where in self.checked:
+                return self.checked[where]
+            segments = [s for _, s in _split_key(where)]
+            before = _subtree(self.before, segments, self.missing)
+            after = _subtree(self.after, segments, self.missing)
+            result = self._value(where, before, after, constraint)
+            self.checked[where] = result
+            return result
+        return self._value(key, before, after, constraint)
+
+    def _show(self, value: Any) -> str:
+        return "absent" if value is self.missing else _short(value)
+
+    def _value(
+        self, key: str, before: Any, after: Any, constraint: KeyConstraint
+    ) -> tuple[bool, str]:
+        want = constraint.describe()
+        if before is self.missing and after is self.missing:
+            return True, f"{key} unchanged"
+        if before is self.missing and not constraint.may_add and self.before is not self.missing:
+            return False, f"{key} was added but may only be changed, not added"
+        if after is self.missing:
+            if not constraint.may_remove:
+                return False, f"{key} was removed; keep it (it may only change as {want})"
+            return True, f"{key} removed"
+        value, error = self._coerce(after, constraint.type)
+        if error:
+            return False, f"{key} = {_short(after)} is not {error}; it must be {want}"
+        old: Any = self.missing
+        if before is not self.missing:
+            old, old_error = self._coerce(before, constraint.type)
+            if old_error:
+                old = self.missing
+        problem = self._problem(value, old, constraint)
+        if problem:
+            return False, f"{key} = {_short(after)} {problem}; it must be {want}"
+        return True, f"{key} {self._show(before)} -> {_short(after)} ({want})"
+
+    def _coerce(self, value: Any, kind: ConstraintType) -> tuple[Any, str | None]:
+        if self.fmt in _STRING_FORMATS and isinstance(value, str):
+            text = value.strip()
+            if kind == "integer":
+                return (int(text), None) if _INTEGER.fullmatch(text) else (None, "an integer")
+            if kind == "number":
+                if _NUMBER.fullmatch(text):
+                    number = float(text)
+                    return (int(number) if _INTEGER.fullmatch(text) else number), None
+                return None, "a number"
+            if kind == "boolean":
+                parsed = _BOOLEANS[self.fmt].get(text.lower())
+                return (parsed, None) if parsed is not None else (None, "a boolean")
+        ok = {
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+            "boolean": isinstance(value, bool),
+            "list": isinstance(value, list | tuple),
+            "table": isinstance(value, Mapping),
+            "any": True,
+        }[kind]
+        if not ok:
+            return None, f"a {kind}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, "a finite number"
+        return value, None
+
+    def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
+        kind = constraint.type
+        if kind in ("integer", "number"):
+            if constraint.min is not None and value < constraint.min:
+                return f"is below {_num(constraint.min)}"
+            if constraint.max is not None and value > constraint.max:
+                return f"is above {_num(constraint.max)}"
+        if kind == "string" and constraint.direction is not None:
+            if old is self.missing:
+                return "has no earlier version to compare with"
+            moved = _version_problem(old, value, constraint.direction)
+            if moved:
+                return moved
+        if kind in ("integer", "number"):
+            if old is not self.missing and constraint.direction is not None:
+                if constraint.direction == "increase" and value < old:
+                    return f"decreases from {old}"
+                if constraint.direction == "decrease" and value > old:
+                    return f"increases from {old}"
+        if kind == "boolean" and constraint.only_to is not None and value != constraint.only_to:
+            return f"may only become {str(constraint.only_to).lower()}"
+        items = list(value) if kind == "list" else [value]
+        if kind == "list":
+            if constraint.min is not None and len(items) < constraint.min:
+                return f"has {len(items)} items (at least {_num(constraint.min)})"
+            if constraint.max is not None and len(items) > constraint.max:
+                return f"has {len(items)} items (at most {_num(constraint.max)})"
+            if old is not self.missing and isinstance(old, list | tuple):
+                added = [v for v in items if not any(typed_equal(v, o) for o in old)]
+                removed = [o for o in old if not any(typed_equal(v, o) for v in items)]
+                if added and not constraint.may_add:
+                    return f"adds {_short(added[0])}"
+                if removed and not constraint.may_remove:
+                    return f"removes {_short(removed[0])}"
+        if constraint.enum is not None:
+            for item in items:
+                if not any(typed_equal(item, allowed) for allowed in constraint.enum):
+                    return f"{'has' if kind == 'list' else 'is'} {_short(item)}, not allowed"
+        if constraint.pattern is not None:
+            compiled = compile_re2(constraint.pattern)
+            for item in items:
+                if not isinstance(item, str) or compiled.fullmatch(item) is None:
+                    return f"{'has' if kind == 'list' else 'is'} {_short(item)}, not matching"
+        return None

@@ -1,0 +1,169 @@
+"""Python code rules: flag risky additions, prove comment/docstring-only edits allowed.
+
+:class:`PythonRisks` is a denial over facts from :mod:`vsh_ai.analysis._python` (the
+AST, never patterns over text): new process, eval, dynamic-import, download,
+deserialisation, socket or native calls resolved through any alias; skipped or
+deselected tests and pytest hooks; assertions removed or weakened; definitions removed;
+modules emptied or commented out; code that does not parse. :class:`AllowPythonDocs`
+is an allowance that claims an edit only when the module's AST, docstrings removed, is
+identical: comments, docstrings and formatting changed, nothing else. Other source edits
+stay unproven: rules cannot prove them safe, so they escalate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, field_validator
+
+from .._evidence import Evidence, is_binary
+from .._verdict import Verdict
+from ..analysis._python import (
+    FLAGGED_FACTS,
+    CodeFact,
+    FactKind,
+    code_changes,
+    docstring_free_dump,
+    is_python_source,
+)
+from ._base import Action, Allowance, Claim, Rule, net_changes
+from ._glob import check_globs, matching
+
+if TYPE_CHECKING:
+    from ..analysis._changes import NetChange
+
+__all__ = ("AllowPythonDocs", "PythonRisks")
+
+_DESCRIBE: dict[str, str] = {
+    "unparsable": "code that does not parse",
+    "process": "a new process call",
+    "eval": "new evaluation of strings as code",
+    "dynamic_import": "a new dynamic import",
+    "download": "a new network download or request",
+    "deserialise": "new unsafe deserialisation",
+    "socket": "a new raw socket",
+    "native": "new native library loading",
+    "skip": "a test skipped or marked xfail",
+    "test_hook": "a new or changed pytest hook",
+    "collection": "tests excluded from collection",
+    "assertion_removed": "assertions removed",
+    "assertion_weakened": "an assertion weakened",
+    "definition_removed": "a definition removed",
+    "definition_added": "a definition added",
+    "emptied": "the module emptied",
+    "commented_out": "code commented out",
+}
+_SHEBANG = b"#!"
+
+
+def _describe(path: str, fact: CodeFact) -> str:
+    where = f"{path}:{fact.line}" if fact.line else path
+    return f"{where}: {_DESCRIBE.get(fact.kind, fact.kind)} ({fact.detail})"
+
+
+class PythonRisks(Rule):
+    """Flags what changed Python code adds or takes away (AST facts, any alias).
+
+    Files matching ``globs`` (default every ``.py`` file at any depth) and scripts whose
+    shebang names python are analysed. Each fact in ``facts`` gets ``actions[kind]`` or
+    ``action`` (review by default); reasons name the file, the line and the resolved
+    call, never string contents. Deleted modules report their removed definitions.
+    """
+
+    type: Literal["python_risks"] = "python_risks"
+    globs: tuple[str, ...] = Field(
+        default=("**/*.py", "**/*.pyw", "**/*.pth"),
+        description="Root-anchored globs of the Python files analysed.",
+    )
+    action: Action = "review"
+    facts: tuple[FactKind, ...] = Field(
+        default=FLAGGED_FACTS, description="The fact kinds flagged (others are ignored)."
+    )
+    actions: dict[FactKind, Action] = Field(
+        default_factory=dict, description="Per-fact actions overriding `action`."
+    )
+
+    _check_globs = field_validator("globs")(lambda globs: check_globs(globs))
+
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        found: dict[Action, list[str]] = {"reject": [], "review": []}
+        for change in net_changes(evidence):
+            path, kind = change.path, change.kind
+            if kind == "metadata_change" or (kind == "rename" and change.after is None):
+                continue  # a rename's source end: its destination is analysed
+            if kind == "rename":
+                before = evidence.before_bytes(change.partner) if change.partner else None
+            else:
+                before = evidence.before_bytes(path) if kind in ("modify", "delete") else None
+            after = evidence.after_bytes(path) if kind != "delete" else None
+            if matching(self.globs, path) is None and not is_python_source(path, after or before):
+                continue
+            if any(data is not None and is_binary(data) for data in (before, after)):
+                found[self.actions.get("unparsable", self.action)].append(
+                    f"{path}: binary content in a Python file cannot be analysed"
+                )
+                continue
+            seen: set[tuple[str, int | None]] = set()
+            for fact in code_changes(before, after):
+                if fact.kind not in self.facts or (fact.kind, fact.line) in seen:
+                    continue
+                seen.add((fact.kind, fact.line))
+                found[self.actions.get(fact.kind, self.action)].append(_describe(path, fact))
+        order: tuple[Action, ...] = ("reject", "review")
+        for decision in order:
+            reasons = found[decision]
+            if reasons:
+                more = f" And {len(reasons) - 8} more." if len(reasons) > 8 else ""
+                return self.verdict(
+                    decision,
+                    "Python changes need a human: "
+                    + "; ".join(reasons[:8])
+                    + f".{more} Keep tests, assertions and definitions; do not add code that "
+                    "runs processes, evaluates strings, downloads or deserialises.",
+                    facts=reasons[:50],
+                )
+        return None
+
+
+class AllowPythonDocs(Allowance):
+    """Claims edits of Python files that change only comments, docstrings and formatting.
+
+    A modify of a file matching ``paths`` is claimed when both versions parse and their
+    ASTs are identical once docstrings are removed (comments are not in the AST), and
+    the first line (a shebang decides which interpreter runs the file) is unchanged.
+    Everything else is refused with the reason: source edits are not provable here.
+    """
+
+    type: Literal["allow_python_docs"] = "allow_python_docs"
+    paths: tuple[str, ...] = Field(
+        default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
+    )
+    description: str = Field(default="", description="What this allowance is for.")
+
+    _check_paths = field_validator("paths")(lambda globs: check_globs(globs))
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        path = change.path
+        if matching(self.paths, path) is None:
+            return None
+        if change.kind != "modify":
+            return Claim(
+                False, f"{path}: a {change.kind}; only comment and docstring edits are claimed"
+            )
+        before, after = evidence.before_bytes(path), evidence.after_bytes(path)
+        if before is None or after is None or is_binary(before) or is_binary(after):
+            return Claim(False, f"{path} is not text on both sides")
+        first_before = before.split(b"\n", 1)[0] if before.startswith(_SHEBANG) else b""
+        first_after = after.split(b"\n", 1)[0] if after.startswith(_SHEBANG) else b""
+        if first_before != first_after:
+            return Claim(False, f"{path}: the shebang line changed")
+        old, new = docstring_free_dump(before), docstring_free_dump(after)
+        if old is None or new is None:
+            return Claim(False, f"{path} does not parse; it cannot be proven unchanged")
+        if old != new:
+            return Claim(
+                False,
+                f"{path}: the code itself changed (not only comments, docstrings or "
+                "formatting); source edits need a human",
+            )
+        return Claim(True, f"{path}: only comments, docstrings or formatting changed")
