@@ -157,6 +157,11 @@ async def test_empty_files_are_never_copies(evidence_for: EvidenceFor) -> None:
     assert summary(evidence) == {"new.txt": ("create", None, ())}
 
 
+async def test_sed_in_place_is_a_modify(evidence_for: EvidenceFor) -> None:
+    evidence = await evidence_for(FILES, "sed -i 's/hello/bye/' a.txt", language="bash")
+    assert summary(evidence) == {"a.txt": ("modify", None, ())}
+
+
 async def test_metadata_change_stays(evidence_for: EvidenceFor) -> None:
     evidence = await evidence_for(FILES, "chmod +x a.txt", language="bash")
     assert summary(evidence) == {"a.txt": ("metadata_change", None, ())}

@@ -19,6 +19,7 @@ from vsh_ai.analysis._config import (
     detect_format,
     flatten,
     key_matches,
+    lookup,
     parse_config,
     typed_equal,
 )
@@ -459,3 +460,66 @@ def _re(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+# -- lookup and edge shapes ----------------------------------------------------------
+
+
+def test_lookup_is_consistent_with_flatten_in_flat_formats() -> None:
+    props = parse_config(b"server.port=1\nserver.host=h\nhosts[0]=a\nhosts[1]=b\n", "properties")
+    assert lookup(props, "server") == {"port": "1", "host": "h"}
+    assert lookup(props, "hosts") == ["a", "b"]
+    assert lookup(props, "hosts[1]") == "b"
+    assert lookup(props, "nope") is MISSING
+    clash = parse_config(b"logging.level=INFO\nlogging.level.root=DEBUG\n", "properties")
+    assert lookup(clash, "logging.level") == "INFO"
+    with pytest.raises(ConfigSyntaxError, match="both a value and a table"):
+        lookup(clash, "logging")
+    yaml_tree = parse_config(b"a: {b: [1, {c: 2}], e: {}}\n1: x\n", "yaml")
+    assert lookup(yaml_tree, "a.b[1]") == {"c": 2}
+    assert lookup(yaml_tree, '"1"') == "x"
+    assert lookup(yaml_tree, '"a".e') == {}
+
+
+def test_flat_format_keys_starting_with_an_index_join_canonically() -> None:
+    assert flatten(parse_config(b"[0].name=x\n", "properties")) == {"[0].name": "x"}
+    ini = parse_config(b"[servers]\n[0].host = a\n", "ini")  # configparser: a section
+    assert all(check_key_pattern(key) == key for key in flatten(ini))
+
+
+def test_deep_nesting_is_refused_not_a_crash() -> None:
+    deep: Any = 1
+    for _ in range(1000):
+        deep = {"k": deep}
+    with pytest.raises(ConfigSyntaxError, match="nests deeper"):
+        flatten(deep)
+    with pytest.raises(ConfigSyntaxError):
+        flatten(parse_config(b"[" * 5000 + b"]" * 5000, "json"))
+
+
+@given(_TREES)
+def test_lookup_agrees_with_flatten(tree: Any) -> None:
+    flat = flatten(tree)
+    for key, value in flat.items():
+        assert typed_equal(lookup(tree, key), value)
+    if flat:
+        assert typed_equal(lookup(tree, ""), tree)
+
+
+def test_yaml_boolean_spelled_keys_stay_names() -> None:
+    workflow = b"on:\n  push:\n    branches: [main]\nenabled: yes\nOff: 1\n"
+    assert flatten(parse_config(workflow, "yaml")) == {
+        "on.push.branches[0]": "main",
+        "enabled": True,
+        "Off": 1,
+    }
+    with pytest.raises(ConfigSyntaxError, match="duplicate key 'on'"):
+        parse_config(b"on: 1\n'on': 2\n", "yaml")
+
+
+def test_non_string_keys_keep_their_own_spelling() -> None:
+    # bool/int/float keys are equal in Python (1 == True == 1.0): no shared memo between them
+    assert flatten({1: "a"}) == {"1": "a"}
+    assert flatten({True: "b"}) == {"true": "b"}
+    assert flatten({1.0: "c"}) == {'"1.0"': "c"}
+    assert flatten({None: "d", "x": {False: 0}}) == {"null": "d", "x.false": 0}

@@ -52,12 +52,14 @@ def test_requirements_file_grammar() -> None:
     manifest = parse("requirements.txt", text)
     by_name = {d.name: d for d in manifest.dependencies}
     req = by_name["requests"]
-    assert req.spec == "==2.31.0" and req.pin == "2.31.0"
+    assert req.spec == "==2.31.0"
+    assert req.pin == "2.31.0"
     assert req.extras == ("security", "socks")
     assert req.marker == 'python_version >= "3.8"'
     assert req.hashes == ("--hash=sha256:aaa", "--hash=sha256:bbb")
     assert by_name["lib"].source == "editable:./vendor/lib"
-    assert by_name["yy"].source and by_name["yy"].source.startswith("git+")
+    assert by_name["yy"].source
+    assert by_name["yy"].source.startswith("git+")
     assert by_name["foo"].source == "https://files.example/foo-1.0-py3-none-any.whl"
     assert by_name["pkg"].source == "./local/pkg-1.0.tar.gz"
     assert manifest.options == (
@@ -127,8 +129,16 @@ def test_npm_range_subset(new: str, old: str, subset: bool) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "pin"),
-    [("4.17.21", "4.17.21"), ("=4.17.21", "4.17.21"), ("v4.17.21", "4.17.21"), ("^4.17.21", None),
-     ("4.17", None), ("latest", None), ("github:a/b", None), ("4.17.21 || 5.0.0", None)],
+    [
+        ("4.17.21", "4.17.21"),
+        ("=4.17.21", "4.17.21"),
+        ("v4.17.21", "4.17.21"),
+        ("^4.17.21", None),
+        ("4.17", None),
+        ("latest", None),
+        ("github:a/b", None),
+        ("4.17.21 || 5.0.0", None),
+    ],
 )
 def test_npm_exact(spec: str, pin: str | None) -> None:
     assert npm_exact(spec) == pin
@@ -156,9 +166,14 @@ def test_marker_never_holds(marker: str, never: bool) -> None:
 
 def test_bump_facts() -> None:
     (change,) = changes("requirements.txt", "requests==2.31.0\n", "requests==2.32.3\n").changes
-    assert change.kind == "changed" and change.same_source and change.same_extras
+    assert change.kind == "changed"
+    assert change.same_source
+    assert change.same_extras
     assert (change.old_pin, change.new_pin, change.newer, change.major_bump) == (
-        "2.31.0", "2.32.3", True, False,
+        "2.31.0",
+        "2.32.3",
+        True,
+        False,
     )
     assert change.bump_problems(allow_major=False) == []
     assert not change.loosened
@@ -237,16 +252,22 @@ url = "https://mirror.example/simple"
 
 
 def test_poetry_dependencies() -> None:
-    before = '[tool.poetry.dependencies]\npython = "^3.11"\nrequests = "2.31.0"\nrich = {version = "13.7.0", extras = ["jupyter"]}\n'
+    before = (
+        '[tool.poetry.dependencies]\npython = "^3.11"\nrequests = "2.31.0"\n'
+        'rich = {version = "13.7.0", extras = ["jupyter"]}\n'
+    )
     after = '[tool.poetry.dependencies]\npython = "^3.11"\nrequests = "2.32.3"\nrich = {git = "https://github.com/x/rich"}\n'
     diff = changes("pyproject.toml", before, after)
     by_name = {c.name: c for c in diff.changes}
     assert by_name["requests"].bump_problems(allow_major=False) == []
-    assert not by_name["rich"].same_source and not by_name["rich"].same_extras
+    assert not by_name["rich"].same_source
+    assert not by_name["rich"].same_extras
 
 
 def test_pip_config_index_settings() -> None:
-    manifest = parse("pip.ini", "[global]\nindex_url = https://mirror.example/simple\ntimeout = 60\n")
+    manifest = parse(
+        "pip.ini", "[global]\nindex_url = https://mirror.example/simple\ntimeout = 60\n"
+    )
     assert manifest.options == ("[global] index-url = https://mirror.example/simple",)
     assert manifest.rest == {"global.timeout": "60"}
 
@@ -292,11 +313,13 @@ def _lock(version: str, *, v1: bool = False, install: bool = False) -> str:
 
 @pytest.mark.parametrize("v1", [False, True])
 def test_package_lock_bump(v1: bool) -> None:
-    before, after = parse("package-lock.json", _lock("4.17.20", v1=v1)), parse(
-        "package-lock.json", _lock("4.17.21", v1=v1)
+    before, after = (
+        parse("package-lock.json", _lock("4.17.20", v1=v1)),
+        parse("package-lock.json", _lock("4.17.21", v1=v1)),
     )
     entries = [c for c in compare_locks(before, after) if c.key == "node_modules/lodash"]
-    assert entries and entries[0].problems("npm", allow_major=False) == []
+    assert entries
+    assert entries[0].problems("npm", allow_major=False) == []
     manifest = parse("package.json", json.dumps({"dependencies": {"lodash": "4.17.21"}}))
     assert lock_mismatches(manifest, after) == []
     stale = parse("package.json", json.dumps({"dependencies": {"lodash": "4.17.22"}}))
@@ -380,7 +403,10 @@ _VERSIONS = st.tuples(*(st.integers(min_value=0, max_value=30) for _ in range(3)
 @given(old=_VERSIONS, new=_VERSIONS)
 def test_property_exact_to_exact_bump(old: tuple[int, int, int], new: tuple[int, int, int]) -> None:
     a, b = ".".join(map(str, old)), ".".join(map(str, new))
-    for path, fmt in [("requirements.txt", "x=={}\n"), ("package.json", '{{"dependencies": {{"x": "{}"}}}}')]:
+    for path, fmt in [
+        ("requirements.txt", "x=={}\n"),
+        ("package.json", '{{"dependencies": {{"x": "{}"}}}}'),
+    ]:
         diff = changes(path, fmt.format(a), fmt.format(b))
         if old == new:
             assert diff.changes == ()

@@ -29,16 +29,36 @@ def kinds(before: str | None, after: str | None) -> list[tuple[str, str]]:
         ("import os\nx = os\ny = x\ny.execvp('sh', [])\n", "process", "os.execvp"),
         ("sp = __import__('subprocess')\nsp.Popen('id')\n", "process", "subprocess.Popen"),
         ("__import__('os').system('id')\n", "process", "os.system"),
-        ("import importlib\nm = importlib.import_module('os')\nm.popen('id')\n", "process", "os.popen"),
-        ("from importlib import import_module as im\nim('subprocess').call('x')\n", "process", "subprocess.call"),
+        (
+            "import importlib\nm = importlib.import_module('os')\nm.popen('id')\n",
+            "process",
+            "os.popen",
+        ),
+        (
+            "from importlib import import_module as im\nim('subprocess').call('x')\n",
+            "process",
+            "subprocess.call",
+        ),
         ("import os\ngetattr(os, 'system')('id')\n", "process", "os.system"),
         ("import sys\nsys.modules['os'].system('id')\n", "process", "os.system"),
-        ("import asyncio\nasyncio.create_subprocess_shell('id')\n", "process", "asyncio.create_subprocess_shell"),
+        (
+            "import asyncio\nasyncio.create_subprocess_shell('id')\n",
+            "process",
+            "asyncio.create_subprocess_shell",
+        ),
         ("eval(data)\n", "eval", "builtins.eval"),
         ("exec(compile(src, 'f', 'exec'))\n", "eval", "builtins.exec"),
         ("import builtins\nbuiltins.exec(src)\n", "eval", "builtins.exec"),
-        ("import urllib.request\nurllib.request.urlretrieve(u, 'x.sh')\n", "download", "urllib.request.urlretrieve"),
-        ("from urllib.request import urlopen as get\nget(u).read()\n", "download", "urllib.request.urlopen"),
+        (
+            "import urllib.request\nurllib.request.urlretrieve(u, 'x.sh')\n",
+            "download",
+            "urllib.request.urlretrieve",
+        ),
+        (
+            "from urllib.request import urlopen as get\nget(u).read()\n",
+            "download",
+            "urllib.request.urlopen",
+        ),
         ("import requests as rq\nrq.get(u)\n", "download", "requests.get"),
         ("import httpx\nwith httpx.Client() as c:\n    pass\n", "download", "httpx.Client"),
         ("import pickle\npickle.loads(blob)\n", "deserialise", "pickle.loads"),
@@ -82,14 +102,46 @@ def test_existing_calls_are_not_new_facts() -> None:
     "code",
     [
         "from pytest import mark as m\n\n@m.skip\ndef test_a():\n    assert 1 == f()\n",
-        "import pytest as pt\n\n@pt.mark.skipif(True, reason='x')\ndef test_a():\n    assert 1 == f()\n",
+        (
+            "import pytest as pt\n"
+            "\n"
+            "@pt.mark.skipif(True, reason='x')\n"
+            "def test_a():\n"
+            "    assert 1 == f()\n"
+        ),
         "import pytest\n\n@pytest.mark.xfail\ndef test_a():\n    assert 1 == f()\n",
         "import pytest\n\ndef test_a():\n    pytest.skip('later')\n    assert 1 == f()\n",
-        "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.skip('x')\n    def test_a(self):\n        assert 1 == f()\n",
-        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.skipTest('x')\n        assert 1 == f()\n",
-        "from unittest import SkipTest\n\ndef test_a():\n    raise SkipTest()\n    assert 1 == f()\n",
+        (
+            "import unittest\n"
+            "\n"
+            "class T(unittest.TestCase):\n"
+            "    @unittest.skip('x')\n"
+            "    def test_a(self):\n"
+            "        assert 1 == f()\n"
+        ),
+        (
+            "import unittest\n"
+            "\n"
+            "class T(unittest.TestCase):\n"
+            "    def test_a(self):\n"
+            "        self.skipTest('x')\n"
+            "        assert 1 == f()\n"
+        ),
+        (
+            "from unittest import SkipTest\n"
+            "\n"
+            "def test_a():\n"
+            "    raise SkipTest()\n"
+            "    assert 1 == f()\n"
+        ),
         "import pytest\npytestmark = pytest.mark.skip\n\ndef test_a():\n    assert 1 == f()\n",
-        "from pytest import mark\npytestmark = [mark.xfail(strict=False)]\n\ndef test_a():\n    assert 1 == f()\n",
+        (
+            "from pytest import mark\n"
+            "pytestmark = [mark.xfail(strict=False)]\n"
+            "\n"
+            "def test_a():\n"
+            "    assert 1 == f()\n"
+        ),
     ],
 )
 def test_skips_whatever_the_alias(code: str) -> None:
@@ -115,16 +167,52 @@ def test_conftest_hooks_and_collection(code: str, kind: str) -> None:
 @pytest.mark.parametrize(
     ("before", "after", "kind"),
     [
-        ("def test_a():\n    assert f() == 1\n    assert g()\n", "def test_a():\n    assert f() == 1\n", "assertion_removed"),
-        ("def test_a():\n    self.assertEqual(f(), 1)\n", "def test_a():\n    f()\n", "assertion_removed"),
-        ("def test_a():\n    with pytest.raises(E):\n        f()\n", "def test_a():\n    f()\n", "assertion_removed"),
-        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert True\n", "assertion_weakened"),
+        (
+            "def test_a():\n    assert f() == 1\n    assert g()\n",
+            "def test_a():\n    assert f() == 1\n",
+            "assertion_removed",
+        ),
+        (
+            "def test_a():\n    self.assertEqual(f(), 1)\n",
+            "def test_a():\n    f()\n",
+            "assertion_removed",
+        ),
+        (
+            "def test_a():\n    with pytest.raises(E):\n        f()\n",
+            "def test_a():\n    f()\n",
+            "assertion_removed",
+        ),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    assert True\n",
+            "assertion_weakened",
+        ),
         ("def test_a():\n    assert x\n", "def test_a():\n    assert 1\n", "assertion_weakened"),
-        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f()\n", "assertion_weakened"),
-        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f() != 1\n", "assertion_weakened"),
-        ("def test_a():\n    assert t < 0.1\n", "def test_a():\n    assert t < 10\n", "assertion_weakened"),
-        ("def test_a():\n    assert f() == approx(1, rel=1e-6)\n", "def test_a():\n    assert f() == approx(1, rel=0.5)\n", "assertion_weakened"),
-        ("def test_a():\n    pass\n\ndef test_b():\n    pass\n", "def test_a():\n    pass\n", "definition_removed"),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    assert f()\n",
+            "assertion_weakened",
+        ),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    assert f() != 1\n",
+            "assertion_weakened",
+        ),
+        (
+            "def test_a():\n    assert t < 0.1\n",
+            "def test_a():\n    assert t < 10\n",
+            "assertion_weakened",
+        ),
+        (
+            "def test_a():\n    assert f() == approx(1, rel=1e-6)\n",
+            "def test_a():\n    assert f() == approx(1, rel=0.5)\n",
+            "assertion_weakened",
+        ),
+        (
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n",
+            "def test_a():\n    pass\n",
+            "definition_removed",
+        ),
         ("def f():\n    return 1\n\nclass A:\n    x = 1\n", "", "emptied"),
         ("def f():\n    return 1\n\nclass A:\n    x = 1\n", "'''Module.'''\npass\n", "emptied"),
         (
@@ -144,10 +232,16 @@ def test_removed_weakened_and_emptied(before: str, after: str, kind: str) -> Non
     ("before", "after"),
     [
         ("def test_a():\n    x = f()\n", "def test_a():\n    x = f()\n    assert x is not None\n"),
-        ("def test_a():\n    assert f() == 1\n", "def test_a():\n    assert f() == 1\n    assert g() is not None\n"),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    assert f() == 1\n    assert g() is not None\n",
+        ),
         ("def test_a():\n    assert f() != 1\n", "def test_a():\n    assert f() == 2\n"),
         ("def test_a():\n    assert t < 10\n", "def test_a():\n    assert t < 1\n"),
-        ("def f():\n    return 1  # retrun the value\n", "def f():\n    return 1  # return the value\n"),
+        (
+            "def f():\n    return 1  # retrun the value\n",
+            "def f():\n    return 1  # return the value\n",
+        ),
         ("def f():\n    return 1\n", 'def f():\n    """Return one."""\n    return 1\n'),
     ],
 )
@@ -160,10 +254,12 @@ def test_typo_fix_is_a_modified_line_not_an_added_one() -> None:
     before = "a = 1\nb = 'helo'\nc = 3\n"
     after = "a = 1\nb = 'hello'\nc = 3\n"
     diff = line_diff(before, after)
-    assert diff.added == frozenset() and diff.removed == frozenset()
+    assert diff.added == frozenset()
+    assert diff.removed == frozenset()
     assert diff.modified == {2: 2}
     grown = line_diff(before, "a = 1\nb = 'hello'\nx = 9\nc = 3\n")
-    assert grown.modified == {2: 2} and grown.added == frozenset({3})
+    assert grown.modified == {2: 2}
+    assert grown.added == frozenset({3})
 
 
 def test_new_risky_call_on_edited_line_is_reported_as_modified() -> None:
@@ -174,7 +270,8 @@ def test_new_risky_call_on_edited_line_is_reported_as_modified() -> None:
 def test_facts_never_echo_string_literals() -> None:
     secret = "ghp_" + "A1b2C3d4" * 5
     facts = code_changes(None, f"import os\nos.system('curl -H {secret} x')\neval('{secret}')\n")
-    assert facts and all(secret not in f.detail for f in facts)
+    assert facts
+    assert all(secret not in f.detail for f in facts)
 
 
 @pytest.mark.parametrize(
@@ -222,7 +319,9 @@ _NAMES = st.sampled_from(["r", "run_it", "_x", "spawn", "helper"])
 
 
 @given(alias=_NAMES, module_alias=_NAMES, form=st.integers(min_value=0, max_value=3))
-def test_property_process_calls_found_under_any_alias(alias: str, module_alias: str, form: int) -> None:
+def test_property_process_calls_found_under_any_alias(
+    alias: str, module_alias: str, form: int
+) -> None:
     code = [
         f"from subprocess import check_output as {alias}\n{alias}('id')\n",
         f"import subprocess as {module_alias}\n{module_alias}.check_output('id')\n",

@@ -143,3 +143,79 @@ def test_a_case_that_cannot_run_exits_2(
     assert "typo:" in printed
     assert shown in printed
     assert "1 case(s) could not be run" in printed
+
+
+def test_mutants_section_json_and_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
+    status = main(
+        [
+            "eval",
+            "data-cleanup",
+            "--mutants",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+            "--no-progress",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "MUTANTS" in printed
+    assert "by mutation kind" in printed
+    report = json.loads(out_json.read_text())
+    suite = report["suites"][0]
+    assert report["mutants"]["cases"] == len({o["case_id"] for o in suite["mutants"]["outcomes"]})
+    assert all("~" in o["case_id"] for o in suite["mutants"]["outcomes"])
+    # the headline figures are the suite's own cases, never its mutants
+    assert report["overall"]["cases"] == len(suite["outcomes"])
+    kinds = {row["kind"] for row in suite["mutants"]["kinds"]}
+    assert "path-dot" in kinds
+    assert "## Mutants" in out_md.read_text()
+
+
+def test_a_mutant_gate_without_mutants_fails_instead_of_passing_silently(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(
+        ["eval", "data-cleanup", "--fail-if", "mutant_unsafe_approvals>0", "--no-progress"]
+    )
+    assert status == 1
+    assert "no mutants were run (add --mutants)" in capsys.readouterr().out
+
+
+def test_stress_reports_rules_and_model_approvals_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    status = main(
+        [
+            "eval",
+            "service-config",
+            "--stress",
+            "always-approve",
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    printed = " ".join(capsys.readouterr().out.split())
+    assert status == 0
+    report = json.loads(out.read_text())
+    outcomes = report["suites"][0]["outcomes"]
+    by_model = [o for o in outcomes if o["by_model"]]
+    assert by_model, "the rules escalate something to the always-approving model"
+    assert all(o["model"] and o["decided"] == "approve" for o in by_model)
+    m = report["overall"]
+    assert m["escalated_approvals"] == sum(
+        o["escalated"] and o["decided"] == "approve" for o in by_model
+    )
+    assert "escalated to the model" in printed
+    assert f"{m['unsafe_approvals_by_rules']} approved by rules" in printed
+
+
+def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "data-cleanup", "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().out

@@ -201,3 +201,16 @@ def test_materialize_writes_fixture_modes_binary_and_symlinks(tmp_path: Path) ->
         "run.sh": ("file", 0o755, b"#!/bin/sh\n"),
         "src/a.py": ("file", 0o644, b"print(1)\n"),
     }
+
+
+async def test_bounds_count_distinct_cases_so_repeats_cannot_tighten_them() -> None:
+    suite = load_suite(find_suites(["data-cleanup"])[0])
+    once = await evaluate_suite(suite, Alternating(), repeat=1)
+    twice = await evaluate_suite(suite, Alternating(), repeat=3)
+    unsafe = [c.id for c in suite.cases if c.unsafe]
+    # approved on the first of its runs: counted once, whatever the repeats
+    assert twice.metrics.unsafe_cases == once.metrics.unsafe_cases == len(unsafe)
+    assert twice.metrics.unsafe_approvals == once.metrics.unsafe_approvals
+    assert twice.metrics.unsafe_approval_upper_95 == once.metrics.unsafe_approval_upper_95
+    assert twice.metrics.unsafe_approval_runs == 2 * once.metrics.unsafe_approvals
+    assert twice.metrics.flipped_cases > 0

@@ -98,7 +98,7 @@ def test_unknown_rule_type_is_located(tmp_path: Path) -> None:
         'id = "x"\n[[rules.rule]]\ntype = "no_secrets"\n[[rules.rule]]\ntype = "alow_paths"\n',
     )
     assert "rules.rule[1].type: unknown rule type 'alow_paths'" in message
-    assert "fix: set `type` to one of: allow_added_lines, allow_config, allow_paths," in message
+    assert "fix: set `type` to one of: allow_added_lines, allow_config," in message
 
 
 def test_misspelled_field_lists_the_allowed_ones(tmp_path: Path) -> None:
@@ -218,8 +218,8 @@ async def test_llm_pipeline_rules_first_then_model(tmp_path: Path, evidence_for)
     verdict = await judge.review(proven)
     assert (verdict.decision, calls) == ("approve", []), "proven changes need no model"
 
-    unproven = await evidence_for({"lib/a.py": "x\n"}, "vsh_write('/workspace/lib/a.py', 'y\\n')")
+    unproven = await evidence_for({"docs/a.md": "x\n"}, "vsh_write('/workspace/docs/b.md', 'y\\n')")
     verdict = await judge.review(unproven)
-    assert calls == [1], "unproven changes escalate to the model"
+    assert calls == [1], "unproven changes (a create: only modify is allowed) go to the model"
     assert verdict.decision == "review"
-    assert verdict.details["trail"][0] == "docs.rules:abstain"
+    assert verdict.details["trail"][0] == "docs.rules/unproven:abstain"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
-from llm_support import Reviewer, everything_sent, text_reply
+from llm_support import Reviewer, everything_sent, packet_text, text_reply
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -148,8 +150,8 @@ async def test_secrets_are_redacted_before_the_model_sees_anything(evidence_for)
     sent = everything_sent(messages, info)
     assert secret not in sent
     assert "Q7Q7" not in sent
-    assert 'api_key = "[REDACTED:api_key]"' in sent
-    assert verdict.details["redactions"] == {"api_key": 1}
+    assert 'api_key = "[REDACTED:API key]"' in sent
+    assert verdict.details["redactions"] == {"API key": 1}
 
 
 async def test_one_request_no_tools_fresh_messages_bounded_output(safe_evidence) -> None:
@@ -267,7 +269,7 @@ def test_the_digest_covers_instructions_sharing_limits_and_model() -> None:
         LLMCommitJudge(model, instructions="only ports"),
         LLMCommitJudge(model, sharing=SharingPolicy(share=("*.toml",))),
         LLMCommitJudge(model, sharing=SharingPolicy(redact_secrets=False)),
-        LLMCommitJudge(model, max_input_bytes=1000),
+        LLMCommitJudge(model, max_input_bytes=20_000),
         LLMCommitJudge(Reviewer().model().__class__(Reviewer(), model_name="other")),
     ]
     assert len({v.digest for v in variants} | {base.digest}) == len(variants) + 1
@@ -295,10 +297,9 @@ async def test_one_span_per_decision_without_contents(safe_evidence, capfire) ->
 JUDGE_FILE = """
 id = "ports"
 [rules]
-on_pass = "approve"
+on_unproven = "escalate"
 [[rules.rule]]
-type = "allowed_changes"
-globs = ["*.toml"]
+type = "no_secrets"
 [llm]
 instructions = "Only port changes are authorized."
 share = ["*.toml"]
@@ -315,7 +316,182 @@ async def test_a_judge_file_puts_this_judge_behind_its_rules(tmp_path, safe_evid
     judge = load_judge(path, model=reviewer.model())
     verdict = await judge.review(safe_evidence)
     assert (verdict.decision, verdict.judge) == ("reject", "ports.llm")
-    assert verdict.details["trail"] == ["ports.rules:abstain", "ports.llm:reject"]
+    assert verdict.details["trail"] == ["ports.rules/unproven:abstain", "ports.llm:reject"]
     _, info = reviewer.calls[0]
     assert info.instructions is not None
     assert info.instructions.rstrip().endswith("Only port changes are authorized.")
+
+
+# -- issue 10 item 1: a rename never carries unshared bytes to the model ---------------
+
+KEYS = {"keys/a.txt": "db: hunter2\n", "public/old.txt": "x\n"}
+MOVE = "vsh_move('/workspace/keys/a.txt', '/workspace/public/a.txt')\n"
+LEAKS = {
+    "monty read": ("monty", MOVE + "print(vsh_read('/workspace/public/a.txt'))"),
+    "monty edit": (
+        "monty",
+        MOVE + "p = '/workspace/public/a.txt'\nvsh_write(p, vsh_read(p).replace('db', 'DB'))",
+    ),
+    "monty append": (
+        "monty",
+        MOVE + "import pathlib\n"
+        "with pathlib.Path('/workspace/public/a.txt').open('a') as f:\n"
+        "    f.write('more\\n')\n",
+    ),
+    "move out, read, move back": (
+        "monty",
+        MOVE + "s = vsh_read('/workspace/public/a.txt')\n"
+        "vsh_move('/workspace/public/a.txt', '/workspace/keys/a.txt')\n"
+        "vsh_write('/workspace/public/old.txt', s)\n",
+    ),
+    "bash mv && cat": ("bash", "mv keys/a.txt public/a.txt && cat public/a.txt"),
+    "bash mv && echo >>": ("bash", "mv keys/a.txt public/a.txt && echo more >> public/a.txt"),
+    "bash mv && sed -i": ("bash", "mv keys/a.txt public/a.txt && sed -i 's/db/DB/' public/a.txt"),
+}
+
+
+@pytest.mark.parametrize("variant", list(LEAKS))
+async def test_an_approving_model_never_sees_renamed_unshared_bytes(
+    evidence_for, variant: str
+) -> None:
+    language, code = LEAKS[variant]
+    evidence = await evidence_for(KEYS, code, language=language)
+    reviewer = Reviewer()  # would approve anything it is shown
+    judge = judge_for(reviewer, sharing=SharingPolicy(share=("public/**",)))
+    verdict = await judge.review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "unshared_content"), variant
+    assert reviewer.calls == []
+    assert "hunter2" not in verdict.model_dump_json()
+    # The same work with the keys shared does reach the model: the refusal is provenance.
+    shared = Reviewer()
+    await judge_for(shared, sharing=SharingPolicy(share=("**",))).review(evidence)
+    assert len(shared.calls) == 1
+
+
+# -- issue 10 item 5: limits count what is really sent and received --------------------
+
+
+def sent_bytes(messages: list[ModelMessage], info: AgentInfo) -> int:
+    """Bytes a provider receives: instructions, output tool definitions and the prompt."""
+    size = len((info.instructions or "").encode())
+    for tool in info.output_tools:
+        size += len(tool.name) + len((tool.description or "").encode())
+        size += len(json.dumps(tool.parameters_json_schema).encode())
+    return size + len(packet_text(messages).encode())
+
+
+async def test_max_input_bytes_counts_the_instructions_too(safe_evidence) -> None:
+    """858 KB were sent under a 13.5 KB budget: instructions were not counted."""
+    huge = "Only port changes are authorized. " * 25_000  # 850 KB of instructions
+    with pytest.raises(ValueError, match="leaves no room"):
+        LLMCommitJudge(Reviewer().model(), instructions=huge, max_input_bytes=13_500)
+    reviewer = Reviewer()
+    judge = judge_for(reviewer, instructions="x" * 7_500, max_input_bytes=13_500)
+    verdict = await judge.review(safe_evidence)
+    assert verdict.decision == "approve"
+    messages, info = reviewer.calls[0]
+    assert sent_bytes(messages, info) <= 13_500
+    assert verdict.details["input_bytes"] == sent_bytes(messages, info)
+    # The packet alone fits 13.5 KB; with 10 KB of instructions the request does not.
+    tight = Reviewer()
+    verdict = await judge_for(tight, instructions="x" * 10_000, max_input_bytes=13_500).review(
+        safe_evidence
+    )
+    assert (verdict.decision, verdict.failure) == ("review", "over_budget")
+    assert tight.calls == []
+
+
+async def test_the_send_time_check_refuses_what_the_estimate_missed(safe_evidence) -> None:
+    """Second line of defence: the request is measured as sent, before the provider."""
+    reviewer = Reviewer()
+    judge = judge_for(reviewer, max_input_bytes=8_000)
+    judge.packet_budget = 8_000  # as if the estimate of the instructions were wrong
+    padded = safe_evidence.model_copy(update={"intent": "move the port " + "y" * 5_000})
+    verdict = await judge.review(padded)
+    assert (verdict.decision, verdict.failure) == ("review", "over_budget")
+    assert "with its instructions" in verdict.reason
+    assert reviewer.calls == []
+    assert verdict.usage is not None
+    assert verdict.usage.requests == 0
+
+
+def _cut_short(reason: str) -> FunctionModel:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        report = Reviewer().report(packet_text(messages))  # a complete, valid approval
+        return ModelResponse(
+            parts=[ToolCallPart(info.output_tools[0].name, report)],
+            usage=RequestUsage(input_tokens=100, output_tokens=20),
+            finish_reason=reason,  # type: ignore[arg-type]
+        )
+
+    return FunctionModel(answer)
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "category"), [("length", "over_budget"), ("content_filter", "invalid_output")]
+)
+async def test_a_cut_short_or_filtered_answer_is_review(
+    safe_evidence, finish_reason: str, category: str
+) -> None:
+    verdict = await judge_for(_cut_short(finish_reason)).review(safe_evidence)
+    assert (verdict.decision, verdict.failure) == ("review", category)
+    assert verdict.details["finish_reason"] == finish_reason
+    ok = await judge_for(_cut_short("tool_call")).review(safe_evidence)
+    assert ok.decision == "approve"
+
+
+def _no_usage_long_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    report = Reviewer(reason="fine " + "x" * 590).report(packet_text(messages))
+    return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, report)])
+
+
+async def test_output_beyond_the_byte_bound_is_review_without_usage(safe_evidence) -> None:
+    """A provider that reports no usage cannot exceed the output bound unnoticed."""
+    judge = judge_for(FunctionModel(_no_usage_long_answer), max_output_tokens=64)
+    assert judge.max_output_bytes == 512
+    verdict = await judge.review(safe_evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "over_budget")
+    assert verdict.details["output_bytes"] > 512
+    roomy = judge_for(FunctionModel(_no_usage_long_answer), max_output_bytes=4096)
+    assert (await roomy.review(safe_evidence)).decision == "approve"
+
+
+async def test_capacity_wait_counts_inside_the_timeout(safe_evidence) -> None:
+    holder = Reviewer(delay=3.0)
+    judge = judge_for(holder, max_concurrency=1, capacity_wait=10.0, timeout=0.5)
+    verdicts: list[tuple[Verdict, float]] = []
+
+    async def decide() -> None:
+        started = anyio.current_time()
+        verdict = await judge.review(safe_evidence)
+        verdicts.append((verdict, anyio.current_time() - started))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(decide)
+            await anyio.sleep(0.05)
+            group.start_soon(decide)
+    assert len(verdicts) == 2
+    assert {v.failure for v, _ in verdicts} <= {"capacity", "timeout"}
+    for _, elapsed in verdicts:
+        assert elapsed < 0.5 + 0.4  # never the 10 s capacity wait, nor the 3 s model
+
+
+async def test_the_request_gets_only_what_the_wait_left_of_the_timeout(safe_evidence) -> None:
+    reviewer = Reviewer(delay=0.6)
+    judge = judge_for(reviewer, max_concurrency=1, capacity_wait=5.0, timeout=1.0)
+    results: list[tuple[Verdict, float]] = []
+
+    async def decide() -> None:
+        started = anyio.current_time()
+        results.append((await judge.review(safe_evidence), anyio.current_time() - started))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(decide)
+            await anyio.sleep(0.05)
+            group.start_soon(decide)  # waits ~0.55 s, then 0.6 s of model > 1 s in total
+    first, second = results
+    assert first[0].decision == "approve"
+    assert (second[0].decision, second[0].failure) == ("review", "timeout")
+    assert second[1] < 1.0 + 0.3

@@ -81,37 +81,51 @@ def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
         httpd.server_close()
 
 
-def completion(report: dict[str, Any] | str, *, model: str = "judge-model") -> bytes:
+def completion(
+    report: dict[str, Any] | str,
+    *,
+    model: str = "judge-model",
+    finish_reason: str = "tool_calls",
+    usage: bool = True,
+) -> bytes:
     arguments = report if isinstance(report, str) else json.dumps(report)
-    return json.dumps(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "tool_calls",
-                    "message": {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "call_1",
-                                "type": "function",
-                                "function": {"name": "final_result", "arguments": arguments},
-                            }
-                        ],
-                    },
-                }
-            ],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
-        }
-    ).encode()
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "final_result", "arguments": arguments},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+    }
+    if not usage:
+        del body["usage"]
+    return json.dumps(body).encode()
 
 
-def reviewer(decision: str = "approve", cite: list[str] | None = None, **extra: Any) -> Script:
+def reviewer(
+    decision: str = "approve",
+    cite: list[str] | None = None,
+    *,
+    finish_reason: str = "tool_calls",
+    usage: bool = True,
+    **extra: Any,
+) -> Script:
     """A model that reads the packet from the request and answers with a verdict."""
 
     def answer(body: dict[str, Any]) -> Reply:
@@ -122,7 +136,7 @@ def reviewer(decision: str = "approve", cite: list[str] | None = None, **extra: 
             "cited": required_refs(packet) if cite is None else cite,
             **extra,
         }
-        return 200, completion(report), 0.0
+        return 200, completion(report, finish_reason=finish_reason, usage=usage), 0.0
 
     return answer
 
@@ -310,3 +324,44 @@ async def test_as_a_hook_a_provider_failure_leaves_host_files_unchanged(
     assert verdict.failure == "provider_error"
     assert len(chat_server.requests) == 1, "the 503 came from our server, not a lost request"
     assert snapshot_tree(workspace) == before
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "category"), [("length", "over_budget"), ("content_filter", "invalid_output")]
+)
+async def test_a_truncated_or_filtered_provider_answer_is_review(
+    chat_server: ChatServer, evidence, finish_reason: str, category: str
+) -> None:
+    """A complete-looking approval the provider marked cut short or filtered never stands."""
+    chat_server.script = reviewer(finish_reason=finish_reason)
+    verdict = await judge_at(chat_server).review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", category)
+    assert verdict.details["finish_reason"] == finish_reason
+    assert len(chat_server.requests) == 1
+
+
+async def test_a_provider_without_usage_is_bounded_by_output_bytes(
+    chat_server: ChatServer, evidence
+) -> None:
+    chat_server.script = reviewer(usage=False, reason="fine " + "z" * 590)
+    verdict = await judge_at(chat_server, max_output_tokens=64).review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "over_budget")
+    assert verdict.usage is not None
+    assert verdict.usage.output_tokens == 0  # the provider reported nothing
+    chat_server.script = reviewer(usage=False)
+    assert (
+        await judge_at(chat_server, max_output_tokens=64).review(evidence)
+    ).decision == "approve"
+
+
+async def test_the_provider_receives_no_more_than_max_input_bytes(
+    chat_server: ChatServer, evidence
+) -> None:
+    """Counted on the wire: every message and tool definition of the HTTP request body."""
+    chat_server.script = reviewer()
+    judge = judge_at(chat_server, max_input_bytes=6_000)
+    assert (await judge.review(evidence)).decision == "approve"
+    body = chat_server.requests[0]
+    sent = sum(len(str(m.get("content") or "").encode()) for m in body["messages"])
+    sent += sum(len(json.dumps(tool).encode()) for tool in body.get("tools", []))
+    assert sent <= 6_000 + 200  # JSON framing of the tool list aside

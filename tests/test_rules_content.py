@@ -1,13 +1,14 @@
-"""Exact content, forbidden patterns, secrets and limits against real VSH evidence."""
+"""Exact content, forbidden patterns (RE2) and limits against real VSH evidence."""
 
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 from pydantic import ValidationError
 
-from vsh_ai.rules import ExactContent, ForbiddenPatterns, Limits, NoSecrets, find_secret
+from vsh_ai.rules import ExactContent, ForbiddenPatterns, Limits
 
 pytestmark = pytest.mark.anyio
 
@@ -86,75 +87,35 @@ def test_exact_content_refuses_a_path_that_can_never_match(path: str) -> None:
 
 
 def test_forbidden_patterns_validate_regexes() -> None:
-    with pytest.raises(ValidationError, match="invalid regular expression"):
+    with pytest.raises(ValidationError, match="pattern '\\(' is not supported"):
         ForbiddenPatterns(patterns=("(",))
+    for unsupported in (r"(a)\1", r"x(?=y)", r"(?<!a)b"):
+        with pytest.raises(ValidationError, match="no backreferences"):
+            ForbiddenPatterns(patterns=(unsupported,))
+
+
+async def test_forbidden_patterns_run_in_linear_time(evidence_for) -> None:
+    """A catastrophic-backtracking pattern meets an adversarial line: RE2 stays linear."""
+    evidence = await evidence_for({}, write("a.txt", "a" * 50_000 + "!\n"))
+    rule = ForbiddenPatterns(patterns=(r"(a+)+$",))
+    started = time.perf_counter()
+    assert rule.check(evidence) is None
+    assert time.perf_counter() - started < 5
+
+
+async def test_forbidden_pattern_globs_match_any_case(evidence_for) -> None:
+    evidence = await evidence_for({"CI/k": ""}, write("CI/Deploy.SH", "curl x | sh\n"))
+    rule = ForbiddenPatterns(patterns=(r"curl.*\|\s*sh",), globs=("ci/**/*.sh",))
+    assert (verdict := rule.check(evidence)) is not None
+    assert verdict.details["paths"] == ["CI/Deploy.SH"]
 
 
 async def test_binary_content_cannot_be_scanned(evidence_for) -> None:
     evidence = await evidence_for({}, "vsh_write('/workspace/blob.bin', b'\\x00\\x01AKIA')")
-    for rule in (NoSecrets(), ForbiddenPatterns(patterns=("AKIA",))):
-        verdict = rule.check(evidence)
-        assert verdict is not None
-        assert verdict.decision == "review"
-        assert "blob.bin is binary" in verdict.reason
-
-
-SECRETS = {
-    "-----BEGIN RSA PRIVATE KEY-----": "a private key",
-    "-----BEGIN OPENSSH PRIVATE KEY-----": "a private key",
-    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE": "an AWS access key id",
-    "token: ghp_" + "a1B2" * 9: "a GitHub token",
-    "SLACK=xoxb-1234567890-abcdefghij": "a Slack token",
-    "OPENAI_API_KEY=sk-proj-" + "x" * 24: "an OpenAI/Anthropic-style API key",
-    'password = "hunter2hunter2"': "an inline password or secret",
-    "DB_PASSWORD=s3cr3tpassw0rd": "an unquoted password or secret",
-    "url = postgres://app:pa55word@db:5432/app": "credentials in a URL",
-}
-
-
-@pytest.mark.parametrize(("line", "kind"), SECRETS.items())
-def test_secret_patterns(line: str, kind: str) -> None:
-    assert find_secret(line) == kind
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        'password = "${DB_PASSWORD}"',
-        "password = os.environ['DB_PASSWORD']",
-        "DB_PASSWORD=",
-        "timeout = 30",
-        'token_ttl = "3600"',
-        "# rotate the api key monthly",
-    ],
-)
-def test_not_secrets(line: str) -> None:
-    assert find_secret(line) is None
-
-
-async def test_no_secrets_rejects_added_secret_without_echoing_it(evidence_for) -> None:
-    key = "AKIA" + "Q" * 16
-    evidence = await evidence_for(FILES, write("app.toml", f"port = 80\naws_key = '{key}'\n"))
-    verdict = NoSecrets().check(evidence)
+    verdict = ForbiddenPatterns(patterns=("AKIA",)).check(evidence)
     assert verdict is not None
-    assert verdict.decision == "reject"
-    assert key not in verdict.reason
-    assert verdict.reason.startswith("app.toml (line 2) adds what looks like an AWS access key id")
-
-
-async def test_no_secrets_ignores_removed_and_preexisting_secrets(evidence_for) -> None:
-    files = {"app.env": "API_TOKEN=abcdefgh12345678\nA=1\n"}
-    removal = await evidence_for(files, write("app.env", "A=1\n"))
-    assert NoSecrets().check(removal) is None
-    unrelated = await evidence_for(files, write("app.env", "API_TOKEN=abcdefgh12345678\nA=2\n"))
-    assert NoSecrets().check(unrelated) is None
-
-
-async def test_no_secrets_scans_new_files_in_full(evidence_for) -> None:
-    evidence = await evidence_for({}, write("id.txt", "hello\n-----BEGIN PRIVATE KEY-----\n"))
-    verdict = NoSecrets().check(evidence)
-    assert verdict is not None
-    assert "id.txt (line 2)" in verdict.reason
+    assert verdict.decision == "review"
+    assert "blob.bin is binary" in verdict.reason
 
 
 async def test_limits(evidence_for) -> None:
@@ -181,3 +142,19 @@ async def test_limits(evidence_for) -> None:
 def test_limits_need_a_bound() -> None:
     with pytest.raises(ValidationError, match="set at least one"):
         Limits()
+
+
+async def test_removed_counts_every_copy_but_dropped_only_lines_that_are_gone(
+    evidence_for,
+) -> None:
+    files = {".gitignore": ".env\n*.pem\n.env\n", "ci.yml": "- run: pytest\n- run: pytest\n"}
+    dedupe = await evidence_for(files, write(".gitignore", ".env\n*.pem\n"))
+    removed = ForbiddenPatterns(patterns=("env",), globs=(".gitignore",), lines="removed")
+    dropped = ForbiddenPatterns(patterns=("env",), globs=(".gitignore",), lines="dropped")
+    assert removed.check(dedupe) is not None
+    assert dropped.check(dedupe) is None, "a duplicate copy went, the rule stays"
+    gone = await evidence_for(files, write(".gitignore", "*.pem\n"))
+    assert dropped.check(gone) is not None
+    one_job = await evidence_for(files, write("ci.yml", "- run: pytest\n"))
+    tests = ForbiddenPatterns(patterns=("pytest",), globs=("ci.yml",), lines="removed")
+    assert tests.check(one_job) is not None, "a second test step dropped is a removal"

@@ -82,7 +82,7 @@ requires-python = ">=3.11"
 name = "requests"
 version = "{requests}"
 source = {{ registry = "https://pypi.org/simple" }}
-sdist = {{ url = "https://files.pythonhosted.org/requests-{requests}.tar.gz", hash = "sha256:{requests}" }}
+sdist = {{ url = "https://f.example/r-{requests}.tar.gz", hash = "sha256:{requests}" }}
 
 [[package]]
 name = "shop"
@@ -139,7 +139,11 @@ RISKS = DependencyRisks()
         ("pyproject.toml", '"django==4.2.11"', '"django==4.2.16"'),
         ("pyproject.toml", '"black==24.2.0"', '"black==24.4.2"'),
         ("package.json", '"lodash": "4.17.20"', '"lodash": "4.17.21"'),
-        ("requirements.txt", f"requests==2.31.0 \\\n    --hash={H1}", f"requests==2.32.3 \\\n    --hash={H2}"),
+        (
+            "requirements.txt",
+            f"requests==2.31.0 \\\n    --hash={H1}",
+            f"requests==2.32.3 \\\n    --hash={H2}",
+        ),
         (
             "requirements.txt",
             f"requests==2.31.0 \\\n    --hash={H1}",
@@ -152,7 +156,8 @@ async def test_exact_pin_bump_is_claimed_and_not_denied(
 ) -> None:
     evidence = await run(evidence_for, patch(path, old, new))
     claim = claims(evidence, ALLOW)[path]
-    assert claim is not None and claim.ok, claim
+    assert claim is not None
+    assert claim.ok, claim
     assert "newer" in claim.reason
     assert RISKS.check(evidence) is None
     verdict = RuleSet([ALLOW, RISKS]).evaluate(evidence)
@@ -162,42 +167,58 @@ async def test_exact_pin_bump_is_claimed_and_not_denied(
 async def test_major_bump_needs_allow_major(evidence_for: Build) -> None:
     evidence = await run(evidence_for, patch("pyproject.toml", "django==4.2.11", "django==5.0.6"))
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok and "major" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "major" in claim.reason
     assert RISKS.check(evidence) is None  # not an attack: a human decides
     ok = claims(evidence, AllowDependencyUpdates(allow_major=True))["pyproject.toml"]
-    assert ok is not None and ok.ok
+    assert ok is not None
+    assert ok.ok
 
 
 async def test_packages_limit_the_claim(evidence_for: Build) -> None:
     evidence = await run(evidence_for, patch("pyproject.toml", "django==4.2.11", "django==4.2.16"))
     only_requests = AllowDependencyUpdates(packages=("Requests",))
     claim = claims(evidence, only_requests)["pyproject.toml"]
-    assert claim is not None and not claim.ok and "django" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "django" in claim.reason
     claim = claims(evidence, AllowDependencyUpdates(packages=("Django",)))["pyproject.toml"]
-    assert claim is not None and claim.ok
+    assert claim is not None
+    assert claim.ok
 
 
 async def test_other_paths_and_kinds_are_out_of_scope_or_refused(evidence_for: Build) -> None:
     evidence = await run(
         evidence_for,
-        write("CHANGELOG.md", "# Changelog\n- bump\n") + "\n" + write("requirements-dev.txt", "x==1\n"),
+        write("CHANGELOG.md", "# Changelog\n- bump\n")
+        + "\n"
+        + write("requirements-dev.txt", "x==1\n"),
     )
     found = claims(evidence, ALLOW)
     assert found["CHANGELOG.md"] is None
     created = found["requirements-dev.txt"]
-    assert created is not None and not created.ok and "create" in created.reason
+    assert created is not None
+    assert not created.ok
+    assert "create" in created.reason
 
 
 # -- the gaps: not claimed, and the attacks denied ---------------------------------------
 
 
 async def test_wildcard_is_not_an_exact_pin(evidence_for: Build) -> None:
-    evidence = await run(evidence_for, patch("pyproject.toml", "requests==2.31.0", "requests==2.32.*"))
+    evidence = await run(
+        evidence_for, patch("pyproject.toml", "requests==2.31.0", "requests==2.32.*")
+    )
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok
-    assert "requests" in claim.reason and "exact pin" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "requests" in claim.reason
+    assert "exact pin" in claim.reason
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "loosened" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "loosened" in verdict.reason
 
 
 async def test_extras_change_is_not_claimed(evidence_for: Build) -> None:
@@ -205,7 +226,10 @@ async def test_extras_change_is_not_claimed(evidence_for: Build) -> None:
         evidence_for, patch("pyproject.toml", '"requests==2.31.0"', '"requests[socks]==2.32.3"')
     )
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok and "extras" in claim.reason and "socks" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "extras" in claim.reason
+    assert "socks" in claim.reason
     assert RuleSet([ALLOW, RISKS]).evaluate(evidence).decision == "review"
 
 
@@ -215,10 +239,14 @@ async def test_marker_that_never_holds_is_rejected(evidence_for: Build) -> None:
         patch("pyproject.toml", '"pip-audit==2.7.2"', "\"pip-audit==2.7.2; python_version < '3'\""),
     )
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok and "marker" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "marker" in claim.reason
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject"
-    assert "never holds" in verdict.reason and "pip-audit" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "never holds" in verdict.reason
+    assert "pip-audit" in verdict.reason
 
 
 async def test_marker_for_one_platform_is_not_a_denial(evidence_for: Build) -> None:
@@ -228,7 +256,8 @@ async def test_marker_for_one_platform_is_not_a_denial(evidence_for: Build) -> N
     )
     assert RISKS.check(evidence) is None
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok  # still not a version bump: unproven
+    assert claim is not None
+    assert not claim.ok
 
 
 @pytest.mark.parametrize(
@@ -241,9 +270,11 @@ async def test_marker_for_one_platform_is_not_a_denial(evidence_for: Build) -> N
 async def test_dropped_hashes_are_rejected(evidence_for: Build, new: str) -> None:
     evidence = await run(evidence_for, write("requirements.txt", new))
     claim = claims(evidence, ALLOW)["requirements.txt"]
-    assert claim is not None and not claim.ok
+    assert claim is not None
+    assert not claim.ok
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject"
+    assert verdict is not None
+    assert verdict.decision == "reject"
     assert "hash" in verdict.reason
 
 
@@ -251,22 +282,32 @@ async def test_dropped_hashes_are_rejected(evidence_for: Build, new: str) -> Non
 async def test_npm_loosened_ranges_are_rejected(evidence_for: Build, new: str) -> None:
     files = {**FILES, "package.json": json.dumps(RANGED, indent=2)}
     evidence = await run(
-        evidence_for, patch("package.json", '"lodash": "^4.17.20"', f'"lodash": "{new}"'), files=files
+        evidence_for,
+        patch("package.json", '"lodash": "^4.17.20"', f'"lodash": "{new}"'),
+        files=files,
     )
     claim = claims(evidence, ALLOW)["package.json"]
-    assert claim is not None and not claim.ok and "lodash" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "lodash" in claim.reason
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "loosened" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "loosened" in verdict.reason
 
 
 async def test_npm_narrowed_range_is_not_denied(evidence_for: Build) -> None:
     files = {**FILES, "package.json": json.dumps(RANGED, indent=2)}
     evidence = await run(
-        evidence_for, patch("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"'), files=files
+        evidence_for,
+        patch("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"'),
+        files=files,
     )
     assert RISKS.check(evidence) is None
     claim = claims(evidence, ALLOW)["package.json"]
-    assert claim is not None and not claim.ok and "not pinned exactly" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "not pinned exactly" in claim.reason
 
 
 @pytest.mark.parametrize("script", ["prepare", "postinstall", "preinstall", "install"])
@@ -280,9 +321,13 @@ async def test_new_install_script_is_rejected(evidence_for: Build, script: str) 
         ),
     )
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and script in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert script in verdict.reason
     claim = claims(evidence, ALLOW)["package.json"]
-    assert claim is not None and not claim.ok and "scripts" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "scripts" in claim.reason
 
 
 @pytest.mark.parametrize(
@@ -297,9 +342,11 @@ async def test_new_install_script_is_rejected(evidence_for: Build, script: str) 
 async def test_new_sources_in_pyproject_are_rejected(evidence_for: Build, addition: str) -> None:
     evidence = await run(evidence_for, write("pyproject.toml", PYPROJECT + addition))
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject"
+    assert verdict is not None
+    assert verdict.decision == "reject"
     claim = claims(evidence, ALLOW)["pyproject.toml"]
-    assert claim is not None and not claim.ok
+    assert claim is not None
+    assert not claim.ok
 
 
 async def test_poetry_path_dependency_is_rejected(evidence_for: Build) -> None:
@@ -309,7 +356,9 @@ async def test_poetry_path_dependency_is_rejected(evidence_for: Build) -> None:
         evidence_for, write("pyproject.toml", after), files={**FILES, "pyproject.toml": before}
     )
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "requests" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "requests" in verdict.reason
 
 
 @pytest.mark.parametrize("name", ["pip.ini", "pip.conf", "config/pip/pip.conf"])
@@ -318,7 +367,8 @@ async def test_pip_config_index_is_rejected(evidence_for: Build, name: str) -> N
     files = {**FILES, "config/pip/README": "pip settings\n"}
     evidence = await run(evidence_for, write(name, text), files=files)
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject"
+    assert verdict is not None
+    assert verdict.decision == "reject"
     assert "index-url" in verdict.reason
     assert "hunter2token" not in verdict.reason  # credentials in URLs are masked
 
@@ -330,7 +380,10 @@ async def test_pip_config_index_is_rejected(evidence_for: Build, name: str) -> N
             "requirements.txt",
             "--extra-index-url http://pypi.internal-mirror.example.net/simple\n" + REQUIREMENTS,
         ),
-        write("requirements.txt", "--index-url https://pypi.attacker.example/simple\nrequests==2.32.3\n"),
+        write(
+            "requirements.txt",
+            "--index-url https://pypi.attacker.example/simple\nrequests==2.32.3\n",
+        ),
         write("requirements.txt", REQUIREMENTS + "-r other-requirements.txt\n"),
         write("requirements.txt", REQUIREMENTS + "--trusted-host evil.example\n"),
     ],
@@ -338,7 +391,8 @@ async def test_pip_config_index_is_rejected(evidence_for: Build, name: str) -> N
 async def test_requirement_file_options_are_rejected(evidence_for: Build, program: str) -> None:
     evidence = await run(evidence_for, program)
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject"
+    assert verdict is not None
+    assert verdict.decision == "reject"
 
 
 @pytest.mark.parametrize(
@@ -351,41 +405,72 @@ async def test_requirement_file_options_are_rejected(evidence_for: Build, progra
 async def test_url_dependencies_are_rejected(evidence_for: Build, dep: str) -> None:
     evidence = await run(
         evidence_for,
-        patch("pyproject.toml", '    "cryptography==42.0.5",\n', f'    "cryptography==42.0.5",\n    "{dep}",\n')
+        patch(
+            "pyproject.toml",
+            '    "cryptography==42.0.5",\n',
+            f'    "cryptography==42.0.5",\n    "{dep}",\n',
+        )
         if dep.startswith("fastjson")
         else patch("pyproject.toml", '"requests==2.31.0"', f'"{dep}"'),
     )
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "default index" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "default index" in verdict.reason
 
 
-@pytest.mark.parametrize("spec", ["github:fastjs0n/lodash", "git+https://x.example/l.git", "npm:lodash-fork@4.17.21", "file:../lodash"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "github:fastjs0n/lodash",
+        "git+https://x.example/l.git",
+        "npm:lodash-fork@4.17.21",
+        "file:../lodash",
+    ],
+)
 async def test_npm_sources_are_rejected(evidence_for: Build, spec: str) -> None:
-    evidence = await run(evidence_for, patch("package.json", '"lodash": "4.17.20"', f'"lodash": "{spec}"'))
+    evidence = await run(
+        evidence_for, patch("package.json", '"lodash": "4.17.20"', f'"lodash": "{spec}"')
+    )
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "lodash" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "lodash" in verdict.reason
 
 
-async def test_typosquat_and_downgrade_and_removed_tooling_are_rejected(evidence_for: Build) -> None:
+async def test_typosquat_and_downgrade_and_removed_tooling_are_rejected(
+    evidence_for: Build,
+) -> None:
     for program, word in [
-        (patch("pyproject.toml", '"requests==2.31.0"', '"reqeusts==2.32.3"'), "looks like requests"),
+        (
+            patch("pyproject.toml", '"requests==2.31.0"', '"reqeusts==2.32.3"'),
+            "looks like requests",
+        ),
         (patch("pyproject.toml", '"cryptography==42.0.5"', '"cryptography==3.4.8"'), "downgraded"),
         (patch("pyproject.toml", '"pip-audit==2.7.2", ', ""), "security tool pip-audit"),
     ]:
         evidence = await run(evidence_for, program)
         verdict = RISKS.check(evidence)
-        assert verdict is not None and verdict.decision == "reject", program
+        assert verdict is not None
+        assert verdict.decision == "reject", program
         assert word in verdict.reason
 
 
-async def test_new_package_goes_to_a_human_only_when_the_intent_says_so(evidence_for: Build) -> None:
-    program = patch("pyproject.toml", 'dev = ["pytest==8.1.1",', 'dev = ["pytest==8.1.1", "pytest-cov==5.0.0",')
+async def test_new_package_goes_to_a_human_only_when_the_intent_says_so(
+    evidence_for: Build,
+) -> None:
+    program = patch(
+        "pyproject.toml", 'dev = ["pytest==8.1.1",', 'dev = ["pytest==8.1.1", "pytest-cov==5.0.0",'
+    )
     said = await run(evidence_for, program, intent="Add coverage reporting.")
     verdict = RISKS.check(said)
-    assert verdict is not None and verdict.decision == "review"
+    assert verdict is not None
+    assert verdict.decision == "review"
     unsaid = await run(evidence_for, program, intent="[renovate-ai] routine update")
     verdict = RISKS.check(unsaid)
-    assert verdict is not None and verdict.decision == "reject" and "pytest-cov" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "pytest-cov" in verdict.reason
 
 
 # -- lock files --------------------------------------------------------------------------
@@ -393,8 +478,10 @@ async def test_new_package_goes_to_a_human_only_when_the_intent_says_so(evidence
 
 async def test_manifest_and_lock_bumped_together_are_claimed(evidence_for: Build) -> None:
     files = {**FILES, "package-lock.json": lock_for("4.17.20")}
-    program = patch("package.json", '"lodash": "4.17.20"', '"lodash": "4.17.21"') + "\n" + write(
-        "package-lock.json", lock_for("4.17.21")
+    program = (
+        patch("package.json", '"lodash": "4.17.20"', '"lodash": "4.17.21"')
+        + "\n"
+        + write("package-lock.json", lock_for("4.17.21"))
     )
     evidence = await run(evidence_for, program, files=files)
     found = claims(evidence, ALLOW)
@@ -411,10 +498,14 @@ async def test_manifest_and_lock_bumped_together_are_claimed(evidence_for: Build
         lock_for("4.17.22", spec="4.17.21"),  # entry is not the pinned version
     ],
 )
-async def test_lock_entry_not_matching_the_manifest_is_not_claimed(evidence_for: Build, lock: str) -> None:
+async def test_lock_entry_not_matching_the_manifest_is_not_claimed(
+    evidence_for: Build, lock: str
+) -> None:
     files = {**FILES, "package-lock.json": lock_for("4.17.20")}
-    program = patch("package.json", '"lodash": "4.17.20"', '"lodash": "4.17.21"') + "\n" + write(
-        "package-lock.json", lock
+    program = (
+        patch("package.json", '"lodash": "4.17.20"', '"lodash": "4.17.21"')
+        + "\n"
+        + write("package-lock.json", lock)
     )
     evidence = await run(evidence_for, program, files=files)
     found = claims(evidence, ALLOW)
@@ -430,41 +521,63 @@ async def test_lock_only_bump_outside_the_declared_pin_is_not_claimed(evidence_f
         evidence_for, write("package-lock.json", lock_for("4.17.21", spec="4.17.20")), files=files
     )
     claim = claims(evidence, ALLOW)["package-lock.json"]
-    assert claim is not None and not claim.ok and "outside the declared" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "outside the declared" in claim.reason
 
 
 async def test_lock_only_bump_within_the_declared_range_is_claimed(evidence_for: Build) -> None:
-    files = {**FILES, "package.json": json.dumps(RANGED), "package-lock.json": lock_for("4.17.20", spec="^4.17.20")}
+    files = {
+        **FILES,
+        "package.json": json.dumps(RANGED),
+        "package-lock.json": lock_for("4.17.20", spec="^4.17.20"),
+    }
     evidence = await run(
         evidence_for, write("package-lock.json", lock_for("4.17.21", spec="^4.17.20")), files=files
     )
     claim = claims(evidence, ALLOW)["package-lock.json"]
-    assert claim is not None and claim.ok, claim
+    assert claim is not None
+    assert claim.ok, claim
 
 
 async def test_lock_entry_from_another_registry_is_rejected(evidence_for: Build) -> None:
-    files = {**FILES, "package.json": json.dumps(RANGED), "package-lock.json": lock_for("4.17.20", spec="^4.17.20")}
+    files = {
+        **FILES,
+        "package.json": json.dumps(RANGED),
+        "package-lock.json": lock_for("4.17.20", spec="^4.17.20"),
+    }
     evidence = await run(
         evidence_for,
-        write("package-lock.json", lock_for("4.17.21", spec="^4.17.20", host="https://npm.evil.example")),
+        write(
+            "package-lock.json",
+            lock_for("4.17.21", spec="^4.17.20", host="https://npm.evil.example"),
+        ),
         files=files,
     )
     claim = claims(evidence, ALLOW)["package-lock.json"]
-    assert claim is not None and not claim.ok and "source" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "source" in claim.reason
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "reject" and "source" in verdict.reason
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "source" in verdict.reason
 
 
 async def test_uv_lock_bump_with_pyproject(evidence_for: Build) -> None:
     files = {**FILES, "uv.lock": uv_lock("2.31.0")}
-    good = patch("pyproject.toml", '"requests==2.31.0"', '"requests==2.32.3"') + "\n" + write(
-        "uv.lock", uv_lock("2.32.3")
+    good = (
+        patch("pyproject.toml", '"requests==2.31.0"', '"requests==2.32.3"')
+        + "\n"
+        + write("uv.lock", uv_lock("2.32.3"))
     )
     evidence = await run(evidence_for, good, files=files)
     found = claims(evidence, ALLOW)
     assert all(c is not None and c.ok for c in found.values()), found
-    stale = patch("pyproject.toml", '"requests==2.31.0"', '"requests==2.32.3"') + "\n" + write(
-        "uv.lock", uv_lock("2.31.0", spec="2.32.3")
+    stale = (
+        patch("pyproject.toml", '"requests==2.31.0"', '"requests==2.32.3"')
+        + "\n"
+        + write("uv.lock", uv_lock("2.31.0", spec="2.32.3"))
     )
     evidence = await run(evidence_for, stale, files=files)
     found = claims(evidence, ALLOW)
@@ -472,11 +585,16 @@ async def test_uv_lock_bump_with_pyproject(evidence_for: Build) -> None:
 
 
 async def test_unparsable_manifest_is_not_claimed(evidence_for: Build) -> None:
-    evidence = await run(evidence_for, write("package.json", '{"dependencies": {"lodash": "4.17.21"'))
+    evidence = await run(
+        evidence_for, write("package.json", '{"dependencies": {"lodash": "4.17.21"')
+    )
     claim = claims(evidence, ALLOW)["package.json"]
-    assert claim is not None and not claim.ok and "syntax" in claim.reason
+    assert claim is not None
+    assert not claim.ok
+    assert "syntax" in claim.reason
     verdict = RISKS.check(evidence)
-    assert verdict is not None and verdict.decision == "review"
+    assert verdict is not None
+    assert verdict.decision == "review"
 
 
 # -- property: exact -> newer exact is claimed; any added extra/marker/source is not ----
@@ -486,7 +604,9 @@ async def test_unparsable_manifest_is_not_claimed(evidence_for: Build) -> None:
 @given(
     minor=st.integers(min_value=31, max_value=99),
     patch_level=st.integers(min_value=0, max_value=20),
-    extra=st.sampled_from(["", "[socks]", "; sys_platform == 'linux'", " @ https://x.example/r.whl"]),
+    extra=st.sampled_from(
+        ["", "[socks]", "; sys_platform == 'linux'", " @ https://x.example/r.whl"]
+    ),
 )
 async def test_property_bumps_and_additions(
     evidence_for: Build, minor: int, patch_level: int, extra: str
@@ -507,3 +627,64 @@ async def test_property_bumps_and_additions(
     assert claim is not None
     newer = (minor, patch_level) > (31, 0)
     assert claim.ok == (newer and not extra), (spec, claim)
+
+
+async def test_marker_that_drops_a_package_on_linux_is_rejected(evidence_for: Build) -> None:
+    program = patch(
+        "pyproject.toml", '"pip-audit==2.7.2"', "\"pip-audit==2.7.3; sys_platform == 'win32'\""
+    )
+    evidence = await run(evidence_for, program)
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "excludes Linux" in verdict.reason
+
+
+async def test_lock_only_downgrade_is_rejected(evidence_for: Build) -> None:
+    files = {**FILES, "package-lock.json": lock_for("4.17.20")}
+    evidence = await run(
+        evidence_for, write("package-lock.json", lock_for("4.17.11", spec="4.17.20")), files=files
+    )
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "downgraded (4.17.20 -> 4.17.11)" in verdict.reason
+
+
+async def test_new_override_is_a_new_package(evidence_for: Build) -> None:
+    forced = {**PACKAGE, "overrides": {"minimist": "0.0.8"}}
+    program = write("package.json", json.dumps(forced, indent=2))
+    evidence = await run(evidence_for, program, intent="Pin a transitive dependency.")
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "minimist" in verdict.reason
+    claim = claims(evidence, ALLOW)["package.json"]
+    assert claim is not None
+    assert not claim.ok
+
+
+async def test_tokens_in_sources_never_reach_reasons(evidence_for: Build) -> None:
+    token = "ghp_" + "k3Y9" * 9
+    program = patch(
+        "pyproject.toml",
+        '"requests==2.31.0"',
+        f'"requests @ https://mirror.example/r.whl?token={token}"',
+    )
+    evidence = await run(evidence_for, program)
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert token not in verdict.reason
+    claim = claims(evidence, ALLOW)["pyproject.toml"]
+    assert claim is not None
+    assert token not in claim.reason
+
+
+async def test_comment_line_ending_in_backslash_does_not_hide_an_index(evidence_for: Build) -> None:
+    text = "# mirrors below \\\n--index-url https://pypi.attacker.example/simple\n" + REQUIREMENTS
+    evidence = await run(evidence_for, write("requirements.txt", text))
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "index-url" in verdict.reason

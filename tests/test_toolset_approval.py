@@ -149,7 +149,7 @@ async def test_deferred_round_trip_resumes_in_a_new_toolset(
     assert VshToolset(workspace).native.transaction_state(transaction) == "committed"
 
 
-async def test_denied_approval_leaves_host_and_transaction_pending(
+async def test_denied_approval_leaves_host_and_releases_the_transaction(
     make_workspace: Callable[..., Path],
 ) -> None:
     workspace = make_workspace(APP)
@@ -164,7 +164,7 @@ async def test_denied_approval_leaves_host_and_transaction_pending(
     assert "Not today." in str(seen[0].content)
     assert snapshot_tree(workspace) == ORIGINAL
     transaction = requests.metadata[call_id]["transaction"]
-    assert VshToolset(workspace).native.transaction_state(transaction) == "pending_approval"
+    assert VshToolset(workspace).native.transaction_state(transaction) == "rejected"
 
 
 @pytest.mark.parametrize(

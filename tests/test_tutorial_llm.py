@@ -26,15 +26,15 @@ def test_the_tutorial_runs_offline_and_only_the_safe_edit_commits() -> None:
         "service-llm -> approve",
         "service-llm -> reject",
         "service-llm -> reject",
-        "service-rules/allowed_changes -> review",
+        "service-rules/denied_changes -> review",
     ]
     assert "C1 removes the security setting `tls = true`" in out
     assert "C1 adds text that tries to instruct the reviewer" in out
     assert re.findall(r"^   judges asked: (.+)$", out, re.M) == [
-        "service-rules:abstain then service-llm:approve",
-        "service-rules:abstain then service-llm:reject",
-        "service-rules:abstain then service-llm:reject",
-        "service-rules/allowed_changes:review",  # the rules decided: no model was asked
+        "service-rules/unproven:abstain then service-llm:approve",
+        "service-rules/unproven:abstain then service-llm:reject",
+        "service-rules/unproven:abstain then service-llm:reject",
+        "service-rules/denied_changes:review",  # the rules decided: no model was asked
     ]
     hosts = re.findall(r"^   host (\S+): (.+)$", out, re.M)
     app = (

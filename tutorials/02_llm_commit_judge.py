@@ -1,9 +1,9 @@
 """Tutorial 2: an LLM commit judge behind a rule set.
 
 An agent tunes ``config/app.toml`` through the VSH toolset. Every change it makes is
-first checked by deterministic rules (which paths may change, no secrets); changes the
-rules cannot decide are escalated to an LLM judge that reads the exact diff. Nothing
-reaches the host unless a judge approves.
+first checked by deterministic rules (no scripts change without a human, no secrets);
+changes the rules cannot prove safe are escalated to an LLM judge that reads the exact
+diff. Nothing reaches the host unless a judge approves.
 
     .venv/bin/python tutorials/02_llm_commit_judge.py
 
@@ -36,7 +36,7 @@ from pydantic_ai.usage import RequestUsage
 
 from vsh_ai import Pipeline, VshResult, VshToolset
 from vsh_ai.llm import LLMCommitJudge, SharingPolicy
-from vsh_ai.rules import AllowedChanges, NoSecrets, RuleSet
+from vsh_ai.rules import DeniedChanges, NoSecrets, RuleSet
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
@@ -168,8 +168,11 @@ def edit(old: str, new: str) -> str:
 
 async def main() -> None:
     rules = RuleSet(
-        [AllowedChanges(globs=("config/**",)), NoSecrets()],
-        on_pass="escalate",  # rules decide what they can; the LLM judge gets the rest
+        # Denials decide what they can: a script never changes without a human.
+        [DeniedChanges(globs=("**/*.sh",), action="review"), NoSecrets()],
+        # No allowance proves a config edit safe here, so every edit the denials let
+        # through is "unproven" and escalates: the LLM judge reads its diff.
+        on_unproven="escalate",
         id="service-rules",
     )
     llm = LLMCommitJudge(
@@ -191,8 +194,8 @@ async def main() -> None:
             "1. A safe edit",
             edit('log_level = "info"', 'log_level = "debug"'),
             "Raise the log level to debug.",
-            "the rules passed and escalated; the LLM judge read the one-line diff, cited "
-            "C1 and approved, so VSH committed it.",
+            "no denial fired and no allowance proved it, so the rules escalated; the LLM "
+            "judge read the one-line diff, cited C1 and approved, so VSH committed it.",
         )
         show_host(workspace)
 

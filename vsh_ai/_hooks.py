@@ -15,7 +15,7 @@ import logfire
 import vsh
 
 from ._evidence import Evidence
-from ._verdict import Decision, Usage, Verdict
+from ._verdict import Decision, Usage, Verdict, json_safe
 
 __all__ = ("Judge", "JudgeHook", "Pipeline", "Quorum", "as_hook", "judge_digest")
 
@@ -300,7 +300,13 @@ class JudgeHook:
         ) as span:
             verdict = await self._decide(event)
             verdict = verdict.model_copy(
-                update={"latency_s": verdict.latency_s or time.perf_counter() - started}
+                update={
+                    "latency_s": verdict.latency_s or time.perf_counter() - started,
+                    # model_copy/model_construct skip validation: keep details JSON-safe
+                    "details": json_safe(verdict.details)
+                    if isinstance(verdict.details, dict)
+                    else {},
+                }
             )
             span.set_attributes(
                 {

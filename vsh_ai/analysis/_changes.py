@@ -277,7 +277,7 @@ def _destructive(evidence: Evidence, change: Change) -> str | None:
 # -- net changes ---------------------------------------------------------------------
 
 _CACHE: OrderedDict[int, tuple[Evidence, tuple[NetChange, ...]]] = OrderedDict()
-_CACHE_SIZE = 64
+_CACHE_SIZE = 16
 _CACHE_LOCK = Lock()
 
 

@@ -38,7 +38,10 @@ Formats
     win, then earlier mappings in the list), explicit duplicate keys refused (a merged key
     is not a duplicate), documents expanding past 100,000 nodes or recursive aliases
     refused (alias bombs), one document is the tree, several are a list (``[0]``,
-    ``[1]``...), none is an empty file. INI/CFG/CONF via :mod:`configparser`: strict
+    ``[1]``...), none is an empty file. Values follow YAML 1.1 as PyYAML reads them
+    (``yes``/``on`` are ``true``), but a mapping key spelled ``on``/``off``/``yes``/``no``
+    stays a string (GitHub Actions' ``on:`` is the key ``on``, not ``true``).
+    INI/CFG/CONF via :mod:`configparser`: strict
     (duplicate sections and options refused), no interpolation, section and option names
     case-sensitive as written; sections hold their effective values (``DEFAULT`` values
     included) and ``DEFAULT`` itself is a section when present; ``;``/``#`` start only
@@ -80,6 +83,7 @@ __all__ = (
     "detect_format",
     "flatten",
     "key_matches",
+    "lookup",
     "parse_config",
     "typed_equal",
 )
@@ -242,6 +246,7 @@ def _json_constant_line(text: str, name: str) -> str:
 
 _MAX_YAML_NODES = 100_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 
 
 class _Loader(yaml.SafeLoader):
@@ -263,6 +268,8 @@ class _Loader(yaml.SafeLoader):
                 continue
             if key_node.tag == "tag:yaml.org,2002:value":
                 key_node.tag = "tag:yaml.org,2002:str"
+            if key_node.tag == _BOOL_TAG and key_node.value.lower() not in ("true", "false"):
+                key_node.tag = "tag:yaml.org,2002:str"  # 'on:' is a name, not True
             key = self._hashable_key(key_node)
             if key in seen:
                 raise _marked(f"duplicate key {key[1]!r}", key_node)
@@ -536,11 +543,6 @@ def _path_like(key: str) -> str:
     return key if segments and _join(segments) == key else _name(key)
 
 
-@lru_cache(maxsize=65536)
-def _name_of(key: Any) -> str:
-    return _name(_key_text(key))
-
-
 _MAX_DEPTH = 200
 _FLAT: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
 _FLAT_LOCK = Lock()
@@ -561,7 +563,10 @@ def flatten(tree: Any) -> dict[str, Any]:
         if hit is not None and hit[0] is tree:
             return hit[1]
     out: dict[str, Any] = {}
-    _flatten_into(out, tree, "", 0)
+    if not _is_container(tree):
+        out[""] = tree  # a top-level scalar
+    elif tree:
+        _flatten_into(out, tree, "", 0)
     if isinstance(tree, Mapping | list | tuple):
         with _FLAT_LOCK:
             _FLAT[id(tree)] = (tree, out)
@@ -570,43 +575,109 @@ def flatten(tree: Any) -> dict[str, Any]:
     return out
 
 
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+_NAMES: dict[str, str] = {}
+
+
+def _name_of(key: Any) -> str:
+    """A mapping key's key-path segment (string keys memoised; others by type)."""
+    if type(key) is str:
+        name = _NAMES.get(key)
+        if name is None:
+            name = _name(key)
+            if len(_NAMES) < 65536:
+                _NAMES[key] = name
+        return name
+    return _name(_key_text(key))
+
+
 def _flatten_into(out: dict[str, Any], node: Any, prefix: str, depth: int) -> None:
-    if isinstance(node, Mapping):
-        if not node:
-            if depth:
-                _leaf(out, prefix, node)
-            return
-        if depth >= _MAX_DEPTH:
-            raise ConfigSyntaxError(f"{prefix[:60]!r}... nests deeper than {_MAX_DEPTH} levels")
-        name = _path_like if isinstance(node, _PathKeys) else _name_of
-        for key, value in node.items():
-            segment = name(key)
-            path = f"{prefix}.{segment}" if prefix else segment
-            if isinstance(value, Mapping | list | tuple):
-                _flatten_into(out, value, path, depth + 1)
-            else:
-                _leaf(out, path, value)
-    elif isinstance(node, list | tuple):
-        if not node:
-            if depth:
-                _leaf(out, prefix, node)
-            return
-        if depth >= _MAX_DEPTH:
-            raise ConfigSyntaxError(f"{prefix[:60]!r}... nests deeper than {_MAX_DEPTH} levels")
+    if depth >= _MAX_DEPTH:
+        raise ConfigSyntaxError(f"{prefix[:60]!r}... nests deeper than {_MAX_DEPTH} levels")
+    scalars = _SCALAR_TYPES
+    if isinstance(node, list | tuple):
         for index, value in enumerate(node):
             path = f"{prefix}[{index}]"
-            if isinstance(value, Mapping | list | tuple):
-                _flatten_into(out, value, path, depth + 1)
+            if type(value) in scalars or not _is_container(value) or not value:
+                if path in out:
+                    _spelled_twice(path)
+                out[path] = value
             else:
-                _leaf(out, path, value)
-    else:
-        _leaf(out, prefix, node)
+                _flatten_into(out, value, path, depth + 1)
+        return
+    name = _path_like if isinstance(node, _PathKeys) else _name_of
+    for key, value in node.items():
+        segment = name(key)
+        if not prefix:
+            path = segment
+        elif segment[0] == "[":
+            path = prefix + segment
+        else:
+            path = f"{prefix}.{segment}"
+        if type(value) in scalars or not _is_container(value) or not value:
+            if path in out:
+                _spelled_twice(path)
+            out[path] = value
+        else:
+            _flatten_into(out, value, path, depth + 1)
 
 
-def _leaf(out: dict[str, Any], key: str, value: Any) -> None:
-    if key in out:
-        raise ConfigSyntaxError(f"key {key!r} is spelled twice (two keys flatten to it)")
-    out[key] = value
+def _is_container(value: Any) -> bool:
+    return isinstance(value, dict | list | tuple | Mapping)
+
+
+def _spelled_twice(key: str) -> None:
+    raise ConfigSyntaxError(f"key {key!r} is spelled twice (two keys flatten to it)")
+
+
+def lookup(tree: Any, key: str) -> Any:
+    """The value at key path ``key`` in ``tree`` (a leaf or a whole subtree), or MISSING.
+
+    Consistent with :func:`flatten` in every format (``server`` in ``.properties`` with
+    ``server.port=1`` is ``{"port": "1"}``): a subtree is rebuilt from its leaves, with
+    lists where the indices run 0..n-1 and dicts (int keys) otherwise. Raises
+    :class:`ConfigSyntaxError` when a flat format gives a key both a value and members
+    (``logging.level=INFO`` and ``logging.level.root=DEBUG``, asked for ``logging``).
+    """
+    flat = flatten(tree)
+    if key in flat:
+        return flat[key]
+    target = _segments(key, False)
+    key = _join(target)  # the canonical spelling ('"a"' is 'a')
+    if key in flat:
+        return flat[key]
+    width = len(target)
+    below: list[tuple[tuple[_Segment, ...], Any]] = []
+    for path, value in flat.items():
+        if key and not path.startswith(key):
+            continue
+        segments = _segments(path, False)
+        if segments[:width] == target and len(segments) > width:
+            below.append((segments[width:], value))
+    if not below:
+        return MISSING
+    return _rebuild(below)
+
+
+def _rebuild(entries: list[tuple[tuple[_Segment, ...], Any]]) -> Any:
+    groups: dict[Any, list[tuple[tuple[_Segment, ...], Any]]] = {}
+    leaves: dict[Any, Any] = {}
+    heads: dict[Any, None] = {}
+    for segments, value in entries:
+        head = segments[0][1]
+        heads[head] = None
+        if len(segments) == 1:
+            leaves[head] = value
+        else:
+            groups.setdefault(head, []).append((segments[1:], value))
+    node: dict[Any, Any] = {}
+    for head in heads:
+        if head in leaves and head in groups:
+            raise ConfigSyntaxError(f"key {head!r} is both a value and a table here")
+        node[head] = leaves[head] if head in leaves else _rebuild(groups[head])
+    if node and all(type(k) is int for k in node) and sorted(node) == list(range(len(node))):
+        return [node[index] for index in range(len(node))]
+    return node
 
 
 def check_key_pattern(pattern: str) -> str:

@@ -42,17 +42,49 @@ Span = tuple[int, int]
 _GROUPS: dict[int, dict[str, int]] = {}  # group names of module-level regexes, by id
 
 
-def finditer(regex: Any, text: str) -> Iterator[tuple[Span, dict[str, Span]]]:
-    """``(match span, {group name: span})`` for each match, in character offsets.
+_LAST: tuple[str, bytes] = ("", b"")  # the last text matched, as ASCII bytes
+_STANDIN = "vsh-ai-ascii-standin"
 
-    ASCII text is matched as bytes (offsets are the same), which avoids the binding's
-    per-match offset conversion; other text goes through the str path.
+
+def _standin(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeEncodeError)
+    run = error.object[error.start : error.end]
+    return (
+        "".join(
+            "a" if c.isalpha() else "0" if c.isdigit() else " " if c.isspace() else "\x7f"
+            for c in run
+        ),
+        error.end,
+    )
+
+
+codecs.register_error(_STANDIN, _standin)
+
+
+def _ascii_bytes(text: str) -> bytes:
+    """``text`` as ASCII bytes of the same length: offsets in bytes are offsets in text.
+
+    Non-ASCII characters become a stand-in of their class (letter ``a``, digit ``0``,
+    space, else DEL), so RE2 runs on bytes without per-match offset conversion.
     """
+    global _LAST
+    last = _LAST  # one tuple read and one tuple write: safe across threads
+    if last[0] is text:
+        return last[1]
+    data = text.encode("ascii", _STANDIN)
+    _LAST = (text, data)
+    return data
+
+
+def finditer(
+    regex: Any, text: str, pos: int = 0, endpos: int | None = None
+) -> Iterator[tuple[Span, dict[str, Span]]]:
+    """``(match span, {group name: span})`` for each match, in character offsets."""
     index = _GROUPS.get(id(regex))
     if index is None:
         index = _GROUPS[id(regex)] = dict(regex.groupindex)
-    subject: str | bytes = text.encode("ascii") if text.isascii() else text
-    for match in regex.finditer(subject):
+    data = _ascii_bytes(text)
+    for match in regex.finditer(data, pos, len(data) if endpos is None else endpos):
         yield match.span(), {name: match.span(number) for name, number in index.items()}
 
 
@@ -171,11 +203,12 @@ def _text_of(data: bytes) -> str | None:
     return text if printable(text) else None
 
 
-# Literal pieces joined by +, commas, dots, ||, braces, brackets or plain adjacency:
+# Literal pieces joined by +, commas, dots, ||, }{ or plain adjacency:
 # Python/JS/Go "a" + "b", 'a' 'b', f"a" f"b", "".join(["a", "b"]), PHP 'a' . 'b',
 # SQL 'a' || 'b', shell "a""b", f"{'a'}{'b'}", over several lines inside parentheses.
 _LITERAL = r"""(?:[fFbBrRuU]{0,2}(?:"[^"\n]*"|'[^'\n]*'|`[^`\n]*`))"""
-_PIECES = compile_re2(_LITERAL + r"(?:[\s+,.|{}()\[\]]{0,16}" + _LITERAL + ")+")
+_JOINER = r"(?:[\s+,.|]{0,16}|\}\{)"
+_PIECES = compile_re2(_LITERAL + "(?:" + _JOINER + _LITERAL + ")+")
 # Python's re for the pieces inside a group RE2 already found: this pattern is linear
 # (no nested quantifier; an attempt from a quote ends at the next same quote or newline,
 # and a failed attempt means no later quote of that kind on the line pairs either), and
@@ -193,29 +226,84 @@ def _worth_joining(pieces: list[str], joined: str) -> bool:
 
 
 def join_pieces(text: str) -> Rewrite | None:
-    """Concatenated string literals replaced by one double-quoted literal."""
+    """Concatenated string literals replaced by one double-quoted literal.
+
+    A piece followed by ``:`` or ``=`` is a key (``{"a": "b", "c": "d"}``), not a
+    continuation, so a group is cut before it.
+    """
     out = _Builder(text)
     for (start, end), _ in finditer(_PIECES, text):
-        group = text[start:end]
-        pieces = [piece[1:-1] for piece in _ONE_LITERAL.findall(group)]
-        joined = "".join(pieces)
-        if len(pieces) >= 2 and _worth_joining(pieces, joined):
-            out.replace(start, end, '"' + joined + '"', "split")
+        run: list[tuple[int, int]] = []
+        for match in _ONE_LITERAL.finditer(text, start, end):
+            after = text[match.end() : match.end() + 8].lstrip(" \t")
+            if after[:1] in (":", "=") and not after.startswith("=="):
+                _join(out, text, run)
+                run = []
+                continue
+            run.append(match.span())
+        _join(out, text, run)
     return out.result()
+
+
+def _join(out: _Builder, text: str, run: list[tuple[int, int]]) -> None:
+    if len(run) < 2:
+        return
+    pieces = [text[s + 1 : e - 1] for s, e in run]
+    joined = "".join(pieces)
+    if _worth_joining(pieces, joined):
+        start = run[0][0]
+        while start > 0 and text[start - 1] in "fFbBrRuU" and run[0][0] - start < 2:
+            start -= 1
+        out.replace(start, run[-1][1], '"' + joined + '"', "split")
 
 
 # Base64 wrapped over lines (each line only base64, optionally quoted or continued with
 # a backslash), single runs of base64/base64url, hex runs and \xNN escapes.
 # No capture groups: RE2 then finds even a 1 MiB run with its DFA alone.
 _ENCODED = compile_re2(
-    r"(?m)(?:^[ \t]*[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t]*\\?[ \t]*\r?\n)+"
-    r"[ \t]*[\"']?[A-Za-z0-9+/]{4,}={0,2}[\"']?"
+    r"[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t,+\\]*\r?\n"
+    r"(?:[ \t]*[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t,+\\]*\r?\n)*"
+    r"[ \t]*[\"']?[A-Za-z0-9+/]{4,}={0,2}"
     r"|(?:\\x[0-9A-Fa-f]{2}){8,}"
     r"|[A-Za-z0-9+/_\-]{16,}={0,2}"
 )
 
 
-_NOT_BASE64 = str.maketrans("", "", "\"'\\ \t\r\n")
+def _clean_line(line: str) -> str:
+    """A wrapped line without its quotes and joiners (a final base64 ``+`` is kept)."""
+    line = line.strip(" \t\r\\,)")
+    if line.endswith("+") and line[:-1].endswith((" ", "\t", '"', "'")):
+        line = line[:-1].rstrip(" \t\\")
+    return line.strip("\"' \t")
+
+
+def _decode_one(
+    out: _Builder, keys: list[tuple[Span, str]], start: int, end: int, source: str
+) -> bool:
+    """Decode one run (wrapped, escaped, hex or base64); True when it decoded to something."""
+    candidates: list[tuple[str, bytes | None]] = []
+    if source.startswith("\\x"):
+        candidates.append(("hex", bytes.fromhex(source.replace("\\x", ""))))
+    elif "\n" in source:
+        joined = "".join(_clean_line(line) for line in source.split("\n"))
+        candidates.append(("base64", decode_base64(joined)))
+    else:
+        core = source.rstrip("=")
+        if len(core) % 2 == 0 and not core.strip("0123456789abcdefABCDEF"):
+            candidates.append(("hex", bytes.fromhex(core)))
+        url = "-" in source or "_" in source
+        candidates.append(("base64url" if url else "base64", decode_base64(source)))
+    for encoding, data in candidates:
+        if data is None:
+            continue
+        if looks_like_private_key(data):
+            keys.append(((start, end), encoding))
+            return True
+        decoded = _text_of(data)
+        if decoded is not None:
+            out.replace(start, end, decoded, encoding)
+            return True
+    return False
 
 
 def decode_runs(text: str) -> tuple[Rewrite | None, list[tuple[Span, str]]]:
@@ -227,28 +315,23 @@ def decode_runs(text: str) -> tuple[Rewrite | None, list[tuple[Span, str]]]:
     keys: list[tuple[Span, str]] = []
     for (start, end), _ in finditer(_ENCODED, text):
         source = text[start:end]
-        candidates: list[tuple[str, bytes | None]] = []
-        if source.startswith("\\x"):
-            candidates.append(("hex", bytes.fromhex(source.replace("\\x", ""))))
-        elif "\n" in source:
-            joined = source.translate(_NOT_BASE64)
-            candidates.append(("base64", decode_base64(joined)))
-        else:
-            core = source.rstrip("=")
-            if len(core) % 2 == 0 and not core.strip("0123456789abcdefABCDEF"):
-                candidates.append(("hex", bytes.fromhex(core)))
-            url = "-" in source or "_" in source
-            candidates.append(("base64url" if url else "base64", decode_base64(source)))
-        for encoding, data in candidates:
-            if data is None:
-                continue
-            if looks_like_private_key(data):
-                keys.append(((start, end), encoding))
-                break
-            decoded = _text_of(data)
-            if decoded is not None:
-                out.replace(start, end, decoded, encoding)
-                break
+        if "\n" not in source:
+            _decode_one(out, keys, start, end, source)
+            continue
+        # Wrapped base64: all lines, else all but the last (which may be a word that
+        # only looks like base64), else each line's run on its own.
+        if _decode_one(out, keys, start, end, source):
+            continue
+        head_end = start + source.rindex("\n")
+        if _decode_one(out, keys, start, head_end, text[start:head_end]):
+            continue
+        position = start
+        for line in source.split("\n"):
+            stripped = _clean_line(line)
+            if len(stripped) >= 16:
+                offset = position + line.index(stripped)
+                _decode_one(out, keys, offset, offset + len(stripped), stripped)
+            position += len(line) + 1
     return out.result(), keys
 
 
@@ -266,9 +349,18 @@ def percent_decode(text: str) -> Rewrite | None:
     return out.result()
 
 
+_ROT13 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
 def rot13(text: str) -> str:
-    """ROT13 (same length, same offsets: findings map back one to one)."""
-    return codecs.encode(text, "rot13")
+    """ROT13 (same length, same offsets: findings map back one to one).
+
+    Non-ASCII characters come back as their stand-ins (see :func:`finditer`).
+    """
+    return _ascii_bytes(text).translate(_ROT13).decode("ascii")
 
 
 PASSES: tuple[Callable[[str], Rewrite | None], ...] = (join_pieces, percent_decode)

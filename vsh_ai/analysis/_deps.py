@@ -20,6 +20,7 @@ import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 from pathlib import PurePosixPath
 from typing import Any, Literal, TypeVar
@@ -45,8 +46,10 @@ __all__ = (
     "compare_locks",
     "compare_manifests",
     "file_kind",
+    "is_newer",
     "lock_entry_for",
     "lock_mismatches",
+    "major_of",
     "marker_never_holds",
     "npm_exact",
     "npm_range_subset",
@@ -71,12 +74,17 @@ _NPM_SECTIONS = ("dependencies", "devDependencies", "optionalDependencies", "pee
 _NPM_OVERRIDES = ("overrides", "resolutions", "pnpm.overrides")
 # Per-requirement options pip accepts after a requirement on the same line.
 _LINE_OPTIONS = ("--hash", "--global-option", "--config-settings", "--install-option")
-_COMMENT = re.compile(r"(^|\s)#.*$")
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
 # npm specs that name a source instead of a version range.
 _NPM_SOURCE = re.compile(
     r"(?i)^\s*(git\+|git:|https?:|file:|link:|npm:|github:|gitlab:|bitbucket:|gist:|workspace:|portal:|patch:|\.\.?/|~/|/|[\w.-]+/[\w.-]+(#.*)?$)"
 )
+
+
+# Bounds on untrusted input: node-semver's range parser is quadratic in whitespace runs,
+# and every `!=` clause splits an interval, so longer specs are "cannot tell" (None).
+MAX_NPM_SPEC = 256
+MAX_PEP440_CLAUSES = 32
 
 
 class DependencySyntaxError(ValueError):
@@ -293,7 +301,10 @@ def _pep440_intervals(spec: Specifier) -> list[_Interval]:
 def pep440_intervals(specifier: str) -> list[_Interval] | None:
     """The versions a PEP 440 specifier set admits, as intervals; None if not parseable."""
     try:
-        return _intersect_all(_pep440_intervals(s) for s in SpecifierSet(specifier))
+        specs = list(SpecifierSet(specifier))
+        if len(specs) > MAX_PEP440_CLAUSES:
+            return None
+        return _intersect_all(_pep440_intervals(s) for s in specs)
     except (InvalidSpecifier, InvalidVersion, ValueError):
         return None
 
@@ -325,10 +336,11 @@ def _semver_key(version: Any) -> tuple[Any, ...]:
 
 def npm_intervals(spec: str) -> list[_Interval] | None:
     """The versions an npm range admits, as intervals over semver keys; None if not a range."""
-    if _NPM_SOURCE.match(spec):
+    text = _npm_text(spec)
+    if text is None or _NPM_SOURCE.match(text):
         return None
     try:
-        parsed = nodesemver.make_range(spec, loose=False)
+        parsed = nodesemver.make_range(text, loose=False)
     except (ValueError, TypeError):
         return None
     union: list[_Interval] = []
@@ -356,6 +368,12 @@ def npm_intervals(spec: str) -> list[_Interval] | None:
     return union
 
 
+def _npm_text(spec: str) -> str | None:
+    """``spec`` with whitespace runs collapsed; None when too long to parse safely."""
+    text = " ".join(spec.split())
+    return text if len(text) <= MAX_NPM_SPEC else None
+
+
 def _intervals(ecosystem: Ecosystem, spec: str) -> list[_Interval] | None:
     return npm_intervals(spec) if ecosystem == "npm" else pep440_intervals(spec)
 
@@ -373,7 +391,7 @@ def npm_range_subset(new: str, old: str) -> bool | None:
 
 def npm_exact(spec: str) -> str | None:
     """``4.17.21`` / ``=4.17.21`` / ``v4.17.21`` -> "4.17.21"; ranges and sources -> None."""
-    text = spec.strip()
+    text = _npm_text(spec) or ""
     if text.startswith("="):
         text = text[1:].strip()
     if not text or text[0] not in "v0123456789":
@@ -386,6 +404,8 @@ def is_newer(ecosystem: Ecosystem, old: str, new: str) -> bool | None:
     """``new`` is a strictly newer version than ``old``; None if either is not a version."""
     try:
         if ecosystem == "npm":
+            if max(len(new), len(old)) > MAX_NPM_SPEC:
+                return None
             return bool(nodesemver.gt(new, old, False))
         return Version(new) > Version(old)
     except (InvalidVersion, ValueError, TypeError):
@@ -396,9 +416,10 @@ def satisfies(ecosystem: Ecosystem, version: str, spec: str) -> bool | None:
     """``version`` is admitted by ``spec`` (None: either cannot be parsed)."""
     try:
         if ecosystem == "npm":
-            if _NPM_SOURCE.match(spec):
+            text = _npm_text(spec)
+            if text is None or _NPM_SOURCE.match(text) or len(version) > MAX_NPM_SPEC:
                 return None
-            return bool(nodesemver.satisfies(version, spec, False))
+            return bool(nodesemver.satisfies(version, text, False))
         return SpecifierSet(spec).contains(Version(version), prereleases=True)
     except (InvalidVersion, InvalidSpecifier, ValueError, TypeError):
         return None
@@ -424,12 +445,13 @@ _IMPLEMENTATIONS = (
     {"implementation_name": "cpython", "platform_python_implementation": "CPython"},
     {"implementation_name": "pypy", "platform_python_implementation": "PyPy"},
 )
-_MACHINES = ("x86_64", "aarch64", "AMD64", "arm64")
+_MACHINES = ("x86_64", "aarch64")
 _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 16))
 
 
-def _environments() -> Iterable[dict[str, str]]:
-    for python, plat, impl, machine in product(_PYTHONS, _PLATFORMS, _IMPLEMENTATIONS, _MACHINES):
+def _environments(platforms: Sequence[str] = ()) -> Iterable[dict[str, str]]:
+    chosen = [p for p in _PLATFORMS if not platforms or p["sys_platform"] in platforms]
+    for python, plat, impl, machine in product(_PYTHONS, chosen, _IMPLEMENTATIONS, _MACHINES):
         yield {
             **plat,
             **impl,
@@ -442,11 +464,13 @@ def _environments() -> Iterable[dict[str, str]]:
         }
 
 
-def marker_never_holds(marker: str) -> bool:
+@lru_cache(maxsize=4096)
+def marker_never_holds(marker: str, *, platforms: tuple[str, ...] = ()) -> bool:
     """True when a PEP 508 marker is false on every supported Python (3.8-3.15, 3 OSes).
 
     ``; python_version < "3"`` silently drops a package; markers on ``extra`` are left
-    to the extra's own semantics (False here).
+    to the extra's own semantics (False here). ``platforms`` (``sys_platform`` values,
+    e.g. ``("linux",)``) limits the environments tried.
     """
     try:
         parsed = Marker(marker)
@@ -455,7 +479,7 @@ def marker_never_holds(marker: str) -> bool:
     if "extra" in marker:
         return False
     try:
-        return not any(parsed.evaluate(env) for env in _environments())
+        return not any(parsed.evaluate(env) for env in _environments(platforms))
     except Exception:
         return True
 
@@ -464,24 +488,47 @@ def marker_never_holds(marker: str) -> bool:
 
 
 def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
-    """(first line number, joined line) with ``\\`` continuations joined, comments removed."""
-    buffer: list[str] = []
+    """(first line number, logical line) exactly as pip reads a requirements file.
+
+    pip joins a line ending in ``\\`` with the next unless the line is a comment line
+    (``# ... \\`` does not continue: the next line is live), then strips comments
+    (``#`` at the start or after whitespace).
+    """
+    pending: list[str] = []
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not buffer:
-            start = number
-        if raw.endswith("\\"):
-            buffer.append(raw[:-1])
-            continue
-        buffer.append(raw)
-        line = _COMMENT.sub("", " ".join(buffer)).strip()
-        buffer = []
-        if line:
-            yield start, line
-    if buffer:
-        line = _COMMENT.sub("", " ".join(buffer)).strip()
-        if line:
-            yield start, line
+    for number, line in enumerate(text.splitlines(), start=1):
+        comment_line = line.lstrip().startswith("#")  # pip's COMMENT_RE.match
+        if not line.endswith("\\") or comment_line:
+            if comment_line:
+                line = " " + line
+            if pending:
+                pending.append(line)
+                joined, pending = "".join(pending), []
+                yield from _live(start, joined)
+            else:
+                yield from _live(number, line)
+        else:
+            if not pending:
+                start = number
+            pending.append(line.strip("\\"))
+    if pending:
+        yield from _live(start, "".join(pending))
+
+
+def _strip_comment(line: str) -> str:
+    """pip's ``COMMENT_RE.sub``: drop from a ``#`` at the start or after whitespace (linear)."""
+    at = line.find("#")
+    while at != -1:
+        if at == 0 or line[at - 1].isspace():
+            return line[:at]
+        at = line.find("#", at + 1)
+    return line
+
+
+def _live(number: int, line: str) -> Iterable[tuple[int, str]]:
+    stripped = _strip_comment(line).strip()
+    if stripped:
+        yield number, stripped
 
 
 def _split_words(text: str) -> list[str]:
@@ -1018,7 +1065,15 @@ def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) 
     }
     if kind is None:
         raise DependencySyntaxError(f"{path}: not a known dependency file")
-    return parsers[kind](text, path)
+    try:
+        return parsers[kind](text, path)
+    except DependencySyntaxError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError) as error:
+        # An unexpected shape (a table where a string belongs, ...): unparsable, not a crash.
+        raise DependencySyntaxError(
+            f"{path}: unexpected structure ({type(error).__name__})"
+        ) from None
 
 
 # -- comparisons ----------------------------------------------------------------------
@@ -1165,6 +1220,18 @@ class DependencyChange:
             and (marker_never_holds(self.before.marker))
         )
         return not before_off and marker_never_holds(self.after.marker)
+
+    @property
+    def disabled_on_linux(self) -> bool:
+        """A changed marker now drops a package on Linux (where CI and servers run)."""
+        if self.before is None or self.after is None or self.after.marker is None:
+            return False
+        if self.before.marker == self.after.marker:
+            return False
+        was_on = self.before.marker is None or not marker_never_holds(
+            self.before.marker, platforms=("linux",)
+        )
+        return was_on and marker_never_holds(self.after.marker, platforms=("linux",))
 
     def bump_problems(self, *, allow_major: bool) -> list[str]:
         """Why this is not "an exact pin moved to a strictly newer exact version" ([] if it is)."""

@@ -17,8 +17,9 @@ A glob is matched against the whole path:
   (Unicode NFKC + casefold, so ``SERVER.PEM``, full-width letters and ``.ENV`` all match
   ``**/*.pem`` / ``**/.env``). Protected and denied sets use it; allowances do not.
 
-Globs are compiled once per pattern tuple; :func:`matching` tests a path against every
-pattern with one combined regular expression.
+Globs are compiled once per pattern tuple. :func:`matching` tests a path against every
+pattern with one combined pre-filter regex (exact for globs without character classes,
+broader for those with); wcmatch's own regex then confirms a hit, so wcmatch decides.
 """
 
 from __future__ import annotations

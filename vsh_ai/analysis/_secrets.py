@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -94,11 +96,68 @@ _PLACEHOLDER_FORM = compile_re2(
     r")"
 )
 _PLACEHOLDER_WORDS = frozenset(
-    """changeme change replace replaceme example examples sample samples dummy test testing
-    fake placeholder redacted todo tbd fixme your yours my none null nil undefined secret
-    secrets password passwd token key apikey value here xxx foo bar baz demo insert enter
-    put goes missing unset empty default notset not set hidden masked removed omitted
-    required needed generate generated random something whatever""".split()
+    [
+        "changeme",
+        "change",
+        "replace",
+        "replaceme",
+        "example",
+        "examples",
+        "sample",
+        "samples",
+        "dummy",
+        "test",
+        "testing",
+        "fake",
+        "placeholder",
+        "redacted",
+        "todo",
+        "tbd",
+        "fixme",
+        "your",
+        "yours",
+        "my",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "secret",
+        "secrets",
+        "password",
+        "passwd",
+        "token",
+        "key",
+        "apikey",
+        "value",
+        "here",
+        "xxx",
+        "foo",
+        "bar",
+        "baz",
+        "demo",
+        "insert",
+        "enter",
+        "put",
+        "goes",
+        "missing",
+        "unset",
+        "empty",
+        "default",
+        "notset",
+        "not",
+        "set",
+        "hidden",
+        "masked",
+        "removed",
+        "omitted",
+        "required",
+        "needed",
+        "generate",
+        "generated",
+        "random",
+        "something",
+        "whatever",
+    ]
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -136,8 +195,27 @@ _LITERAL_VALUE = re.compile(
     r"(?i)[-+]?\d+(?:\.\d+)?[a-z]{0,3}|true|false|yes|no|on|off|null|none|nil|undefined"
 )
 _TYPE_NAMES = frozenset(
-    "str string int bool boolean bytes secretstr secretbytes optional any text char varchar "
-    "number object list dict array password".split()
+    [
+        "str",
+        "string",
+        "int",
+        "bool",
+        "boolean",
+        "bytes",
+        "secretstr",
+        "secretbytes",
+        "optional",
+        "any",
+        "text",
+        "char",
+        "varchar",
+        "number",
+        "object",
+        "list",
+        "dict",
+        "array",
+        "password",
+    ]
 )
 
 
@@ -167,22 +245,172 @@ def _code_like(value: str, key: str) -> bool:
 # Keywords: detect-secrets' denylist ("api_?key", "password", "secret", ...) plus ours.
 _STRONG_WORDS = tuple(sorted({w.replace("_?", "") for w in DENYLIST} | {"passphrase"}))
 _NOT_SECRET_LAST = frozenset(
-    """name names id ids type types path file files dir url uri length len size ttl timeout
-    expiry expires expiration age count field fields header env var ref arn policy mode format
-    version min max enabled enable required prefix suffix backend provider store label hint
-    regex pattern rotation reset validation validator strength endpoint algorithm alg kind
-    class limit attempts retries lifetime duration seconds minutes hours days interval location
-    source stdin input prompt length help description desc placeholder message msg error errors
-    column col param params argument arg option options flag flags config settings method
-    methods scheme schemes policy policies rule rules hash_algorithm fingerprint usage
-    manager service store id_token_hint salt_rounds rounds cost""".split()
+    [
+        "name",
+        "names",
+        "id",
+        "ids",
+        "type",
+        "types",
+        "path",
+        "file",
+        "files",
+        "dir",
+        "url",
+        "uri",
+        "length",
+        "len",
+        "size",
+        "ttl",
+        "timeout",
+        "expiry",
+        "expires",
+        "expiration",
+        "age",
+        "count",
+        "field",
+        "fields",
+        "header",
+        "env",
+        "var",
+        "ref",
+        "arn",
+        "policy",
+        "mode",
+        "format",
+        "version",
+        "min",
+        "max",
+        "enabled",
+        "enable",
+        "required",
+        "prefix",
+        "suffix",
+        "backend",
+        "provider",
+        "store",
+        "label",
+        "hint",
+        "regex",
+        "pattern",
+        "rotation",
+        "reset",
+        "validation",
+        "validator",
+        "strength",
+        "endpoint",
+        "algorithm",
+        "alg",
+        "kind",
+        "class",
+        "limit",
+        "attempts",
+        "retries",
+        "lifetime",
+        "duration",
+        "seconds",
+        "minutes",
+        "hours",
+        "days",
+        "interval",
+        "location",
+        "source",
+        "stdin",
+        "input",
+        "prompt",
+        "length",
+        "help",
+        "description",
+        "desc",
+        "placeholder",
+        "message",
+        "msg",
+        "error",
+        "errors",
+        "column",
+        "col",
+        "param",
+        "params",
+        "argument",
+        "arg",
+        "option",
+        "options",
+        "flag",
+        "flags",
+        "config",
+        "settings",
+        "method",
+        "methods",
+        "scheme",
+        "schemes",
+        "policy",
+        "policies",
+        "rule",
+        "rules",
+        "hash_algorithm",
+        "fingerprint",
+        "usage",
+        "manager",
+        "service",
+        "store",
+        "id_token_hint",
+        "salt_rounds",
+        "rounds",
+        "cost",
+        "yaml",
+        "yml",
+        "json",
+        "toml",
+        "txt",
+        "ini",
+        "cfg",
+        "conf",
+        "py",
+        "md",
+        "xml",
+        "csv",
+        "sh",
+        "log",
+        "lock",
+        "html",
+        "js",
+        "ts",
+    ]
 )
 _NOT_SECRET_FIRST = frozenset(
-    "max min num is has use enable enabled show allow require no validate check forgot "
-    "reset get set should can must".split()
+    [
+        "max",
+        "min",
+        "num",
+        "is",
+        "has",
+        "use",
+        "enable",
+        "enabled",
+        "show",
+        "allow",
+        "require",
+        "no",
+        "validate",
+        "check",
+        "forgot",
+        "reset",
+        "get",
+        "set",
+        "should",
+        "can",
+        "must",
+    ]
 )
 
 
+_PASS_FAIL = frozenset(
+    "on if to must should will can did test tests check checks all any no skip by fail first "
+    "second then when else".split()
+)
+
+
+@lru_cache(maxsize=4096)
 def _key_kind(key: str) -> tuple[str, bool] | None:
     """``(kind, strong)`` when ``key`` names a secret; weak kinds need random values."""
     words = _words(key)
@@ -194,14 +422,17 @@ def _key_kind(key: str) -> tuple[str, bool] | None:
             if "pass" in word or word == "pwd" or word.startswith("contras"):
                 return "password", True
             return ("secret" if word == "secret" else "key"), True
-    for word in words:
-        if word in ("pass", "pw", "pswd", "passw") or (
-            word.endswith("pass") and word not in ("bypass", "compass", "encompass")
+    for number, word in enumerate(words):
+        if word in ("pw", "pswd", "passw") or (
+            word.endswith("pass") and word not in ("pass", "bypass", "compass", "encompass")
         ):
             return "password", True
-        if word in ("signing", "signingkey") or (word.endswith("key") and len(word) > 3):
-            if word not in ("hotkey", "monkey", "turkey", "donkey", "whiskey", "jockey"):
-                return "key", True
+        if word == "pass" and (number == 0 or words[number - 1] not in _PASS_FAIL):
+            return "password", True  # DB_PASS, SMTP_PASS; not on_pass or tests_pass
+        if (word in ("signing", "signingkey") or (word.endswith("key") and len(word) > 3)) and (
+            word not in ("hotkey", "monkey", "turkey", "donkey", "whiskey", "jockey")
+        ):
+            return "key", True
     for word in words:
         if word.endswith("token") or word == "tokens":
             return "token", False
@@ -213,21 +444,36 @@ def _key_kind(key: str) -> tuple[str, bool] | None:
 
 
 def _value_is_secret(
-    value: str, key: str, strong: bool, *, quoted: bool, style: str, next_char: str = ""
+    value: str,
+    key: str,
+    strong: bool,
+    *,
+    quoted: bool,
+    style: str,
+    next_char: str = "",
+    rest: str = "",
 ) -> bool:
     """Whether an assigned value is a secret (not a placeholder, literal or code)."""
     value = value.strip()
+    if len(value) < 6:
+        return False
     if is_placeholder(value) or _LITERAL_VALUE.fullmatch(value):
         return False
     if not quoted:
         if style == "code" and _code_like(value, key):
             return False
         if style == "colon" and (
-            value[0] in "$@&*!%|>{[" or value.lower() in _TYPE_NAMES or value.lower() == key.lower()
+            value[0] in "$@&*!%|>{["
+            or "[" in value
+            or "(" in value
+            or value.lower() in _TYPE_NAMES
+            or value.lower() == key.lower()
         ):
             return False
         if style == "colon" and next_char in ",;" and re.fullmatch(r"[A-Za-z_]\w*", value):
             return False  # password: password, (a JS object shorthand-ish reference)
+        if style == "colon" and rest[:1] not in ("", "#", ",", "}", "]"):
+            return False  # "secret: masking repeats ..." is prose, not a YAML scalar
     if quoted and value.count(" ") >= 2 and not key.lower().endswith("phrase"):
         return False  # a sentence, such as a prompt or an error message
     if strong:
@@ -259,7 +505,8 @@ def _from_detect_secrets() -> list[tuple[str, Any, bool]]:
     )
     out: list[tuple[str, Any, bool]] = []
     for detector, kind in detectors:
-        for number, regex in enumerate(detector.denylist):
+        denylist: tuple[re.Pattern[str], ...] = tuple(detector.denylist)  # type: ignore[arg-type]
+        for number, regex in enumerate(denylist):
             pattern = regex.pattern.replace("(?!\\w)", "").replace("{50,1024}", "{50,}")
             if regex.flags & re.VERBOSE:
                 pattern = re.sub(r"\s+|#[^\n]*", "", pattern)
@@ -396,13 +643,12 @@ def _value_span(span: tuple[int, int], groups: dict[str, tuple[int, int]]) -> tu
     return span
 
 
-def _spans(regex: Any, text: str) -> list[tuple[int, int]]:
+def _spans(regex: Any, text: str, pos: int = 0, endpos: int | None = None) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     numbered = regex.groups > 0 and not regex.groupindex
-    for span, groups in finditer(regex, text):
+    for span, groups in finditer(regex, text, pos, endpos):
         if numbered:
-            first = regex.groups and _group1(regex, text, span)
-            spans.append(first or span)
+            spans.append(_group1(regex, text, span) or span)
         else:
             spans.append(_value_span(span, groups))
     return spans
@@ -424,7 +670,9 @@ def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
             spans = _spans(regex, text)
         else:
             spans = [
-                (low + s, low + e) for low, high in windows for s, e in _spans(regex, text[low:high])
+                (low + s, low + e)
+                for low, high in windows
+                for s, e in _spans(regex, text[low:high])
             ]
         for start, end in spans:
             value = text[start:end]
@@ -446,7 +694,7 @@ def _random_tail(token: str) -> bool:
 # Contextual patterns: a secret-sounding key, flag or header, then a value.
 
 _KW = r"(?i:pass|pw|secret|token|key|auth|cred|sign|sig|private|contrase)"
-_KEY = r"[A-Za-z0-9_.\-]*" + _KW + r"[A-Za-z0-9_.\-]*"  # unbounded: RE2 stays small
+_KEY = r"[\pL\pN_.\-]*" + _KW + r"[\pL\pN_.\-]*"  # unbounded: RE2 stays small
 _QVAL = r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
 
 _ASSIGNMENT = compile_re2(
@@ -468,9 +716,7 @@ _FLAG = compile_re2(
     r"(?:^|[\s\"'])--?(?P<key>[A-Za-z0-9_\-]*" + _KW + r"[A-Za-z0-9_\-]*)"
     r"(?:=|[ \t]+)(?P<val>" + _QVAL + r"|[^\s\"'|;&<>]+)"
 )
-_CURL_USER = compile_re2(
-    r"(?:^|\s)(?:-u|--user)(?:=|[ \t]*)(?P<val>" + _QVAL + r"|[^\s\"'|;&<>]+)"
-)
+_CURL_USER = compile_re2(r"(?:^|\s)(?:-u|--user)(?:=|[ \t]*)(?P<val>" + _QVAL + r"|[^\s\"'|;&<>]+)")
 _AUTH_HEADER = compile_re2(
     r"(?i)(?:authorization|x-api-key|api-key|x-auth-token|private-token)[\"']?[ \t]*[:=][ \t]*"
     r"[\"']?(?:(?:bearer|basic|token|digest|negotiate|bot|apikey)[ \t]+)?"
@@ -485,6 +731,13 @@ _URL_CREDENTIALS = compile_re2(
 _QUERY = compile_re2(
     r"[?&;](?P<key>[A-Za-z0-9_.\-]*" + _KW + r"[A-Za-z0-9_.\-\[\]]*)="
     r"(?P<val>[^&\s\"'#<>]+)"
+)
+_DOCKERFILE_ENV = compile_re2(
+    r"(?m)^[ \t]*(?:ENV|ARG)[ \t]+(?P<key>" + _KEY + r")[ \t]+(?P<val>" + _QVAL + r"|[^\s\"']+)"
+)
+_SHORT_PASSWORD_FLAG = compile_re2(
+    r"(?:(?:^|\s)(?:login|mysql|mysqldump|mysqladmin)(?:[ \t][^\n]*?)?[ \t]-p[ \t]*|(?:^|\s)-p)"
+    r"(?P<val>[^\s\"'|;&<>-][^\s\"'|;&<>]*)"
 )
 _DOCKER_AUTH = compile_re2(r"(?i)\"(?:auth|identitytoken)\"[ \t]*:[ \t]*\"(?P<val>[^\"\n]{8,})\"")
 _YAML_KEY_LINE = compile_re2(
@@ -501,13 +754,14 @@ def _unquote(text: str, span: tuple[int, int]) -> tuple[int, int, bool]:
     return start, end, False
 
 
+def _rest_of_line(text: str, offset: int) -> str:
+    """What follows ``offset`` on its line (at most 200 characters), stripped."""
+    stop = text.find("\n", offset, offset + 200)
+    return text[offset : stop if stop >= 0 else offset + 200].strip()
+
+
 def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    position = text.find("\n")
-    while position >= 0:
-        starts.append(position + 1)
-        position = text.find("\n", position + 1)
-    return starts
+    return [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
 
 
 def _contextual(text: str) -> list[SecretFinding]:
@@ -543,6 +797,7 @@ def _contextual(text: str) -> list[SecretFinding]:
             quoted=quoted,
             style=style,
             next_char=text[g["val"][1] : g["val"][1] + 1],
+            rest=_rest_of_line(text, g["val"][1]),
         ):
             add(named[0], start, end)
     for regex in (_XML_ELEMENT, _XML_PAIR):
@@ -560,10 +815,25 @@ def _contextual(text: str) -> list[SecretFinding]:
         named = _key_kind(text[g["key"][0] : g["key"][1]])
         start, end, quoted = _unquote(text, g["val"])
         value = text[start:end]
-        if named and not value.startswith("-") and _value_is_secret(
-            value, "", named[1], quoted=True, style="flag"
+        if (
+            named
+            and not value.startswith("-")
+            and _value_is_secret(value, "", named[1], quoted=True, style="flag")
         ):
             add(named[0], start, end)
+    for _, g in finditer(_DOCKERFILE_ENV, text):
+        key = text[g["key"][0] : g["key"][1]]
+        named = _key_kind(key)
+        start, end, quoted = _unquote(text, g["val"])
+        if named and _value_is_secret(text[start:end], key, named[1], quoted=quoted, style="env"):
+            add(named[0], start, end)
+    for (match_start, _), g in finditer(_SHORT_PASSWORD_FLAG, text):
+        start, end = g["val"]
+        line = text[max(match_start, start - 200) : start]
+        if ("login" in line or "mysql" in line) and _value_is_secret(
+            text[start:end], "", True, quoted=True, style="flag"
+        ):
+            add("password", start, end)
     for _, g in finditer(_CURL_USER, text):
         start, end, _ = _unquote(text, g["val"])
         user, sep, password = text[start:end].partition(":")
@@ -611,7 +881,8 @@ def _yaml_blocks(text: str) -> list[SecretFinding]:
         if named is None:
             continue
         indent = g["indent"][1] - g["indent"][0]
-        position, lines, start, end = line_end + 1, [], -1, -1
+        position, start, end = line_end + 1, -1, -1
+        lines: list[str] = []
         while position < len(text) and len(lines) < 64:  # bounded work per key
             stop = text.find("\n", position, position + 8192)
             stop = len(text) if stop < 0 else stop
@@ -626,7 +897,9 @@ def _yaml_blocks(text: str) -> list[SecretFinding]:
             position = stop + 1
         if not lines or re.match(r"[\w.\-\"']+[ \t]*:(?:\s|$)|- ", lines[0]):
             continue  # a nested mapping or list, not a scalar
-        value = " ".join(lines) if g["block"][0] < 0 or text[g["block"][0]] == ">" else "\n".join(lines)
+        value = (
+            " ".join(lines) if g["block"][0] < 0 or text[g["block"][0]] == ">" else "\n".join(lines)
+        )
         if _value_is_secret(value.strip("\"'"), "", named[1], quoted=True, style="colon"):
             out.append(SecretFinding(named[0], start, end))
     return out
@@ -651,13 +924,16 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
     for rewrite in (encoded, join_pieces(text), percent_decode(text)):
         if rewrite is None:
             continue
-        # Rescan only around what was decoded (the rest was scanned as it is).
-        for low, high in rewrite.windows(_CONTEXT):
-            inner = [
-                replace(f, start=f.start + low, end=f.end + low)
-                for f in _scan(rewrite.text[low:high], depth - 1)
-            ]
-            for finding in _mapped(rewrite, inner):
+        # Rescan only around what was decoded (the rest was scanned as it is), all the
+        # windows in one text so the fixed cost of a scan is paid once per rewrite.
+        windows = rewrite.windows(_CONTEXT)
+        joined, offsets = _concatenated(rewrite.text, windows)
+        for inner in _scan(joined, depth - 1):
+            number = bisect_right(offsets, inner.start) - 1
+            low, high = windows[number]
+            start = low + inner.start - offsets[number]
+            end = min(low + inner.end - offsets[number], high)
+            for finding in _mapped(rewrite, [replace(inner, start=start, end=end)]):
                 if not any(
                     kind == finding.kind and finding.start <= s and e <= finding.end
                     for kind, s, e in plain
@@ -666,27 +942,38 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
     return found
 
 
+def _concatenated(text: str, windows: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """The windows of ``text`` joined by blank lines, and where each starts in the result."""
+    parts: list[str] = []
+    offsets: list[int] = []
+    position = 0
+    for low, high in windows:
+        offsets.append(position)
+        parts.append(text[low:high])
+        position += high - low + 2
+    return "\n\n".join(parts), offsets
+
+
 def _mapped(rewrite: Rewrite, inner: list[SecretFinding]) -> list[SecretFinding]:
     out: list[SecretFinding] = []
     for finding in inner:
         start, end, label = rewrite.source_span(finding.start, finding.end)
         if label is None and finding.encoding is None:
             continue  # verbatim text: the plain scan already saw it
-        encoding = label if finding.encoding is None else f"{label or ''}+{finding.encoding}"
-        out.append(replace(finding, start=start, end=end, encoding=encoding.strip("+")))
+        encoding = "+".join(e for e in (label, finding.encoding) if e)
+        out.append(replace(finding, start=start, end=end, encoding=encoding or None))
     return out
 
 
 def _normalised(found: list[SecretFinding]) -> tuple[SecretFinding, ...]:
-    """Sorted; a finding inside another's span is dropped."""
+    """Sorted by position; a finding inside an earlier (wider) one's span is dropped."""
     out: list[SecretFinding] = []
     reach = -1
     for finding in sorted(found, key=lambda f: (f.start, -f.end, f.encoding or "")):
-        if finding.end <= reach and out and finding.start >= out[-1].start:
-            if any(f.start <= finding.start and finding.end <= f.end for f in out[-3:]):
-                continue
+        if finding.end <= reach:
+            continue  # inside the kept finding that reaches furthest (it starts earlier)
         out.append(finding)
-        reach = max(reach, finding.end)
+        reach = finding.end
     return tuple(out)
 
 
@@ -717,9 +1004,7 @@ def contains_secret(data: bytes | str) -> bool:
 def secret_lines(text: str) -> tuple[int, ...]:
     """1-based numbers of the lines where findings start."""
     newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
-    return tuple(
-        sorted({bisect_right(newlines, f.start - 1) + 1 for f in find_secrets(text)})
-    )
+    return tuple(sorted({bisect_right(newlines, f.start - 1) + 1 for f in find_secrets(text)}))
 
 
 def _masked(text: str, findings: tuple[SecretFinding, ...], mask: str) -> str:

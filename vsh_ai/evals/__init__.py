@@ -1,18 +1,23 @@
 """Offline judge evals: labelled VSH suites, a pydantic-evals runner, metrics and reports.
 
 ``vsh-ai eval`` is the command line; ``run_evals(find_suites(), EvalOptions())`` is the
-same thing from Python.
+same thing from Python. ``EvalOptions(mutants=True)`` also scores every case's
+meaning-preserving mutants (``suite_mutants``), reported apart by mutation kind.
 """
 
 from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, compute_metrics
 from ._models import STRESS_MODES, StressMode, stress_model
+from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
 from ._replay import RecordingModel, Recordings, ReplayError, ReplayModel, request_digest
 from ._report import GATE_METRICS, EvalReport, Gate, GateError, render_markdown, render_terminal
 from ._run import EvalOptions, EvalSetupError, build_judge, run_evals
 from ._runner import (
     CURRENT_CASE,
     CaseOutcome,
+    MutantKindRow,
+    MutantResult,
     RunFailure,
+    Skipped,
     SuiteResult,
     WorkspaceChanged,
     decided_from,
@@ -36,6 +41,7 @@ from ._suite import (
 __all__ = (
     "CURRENT_CASE",
     "GATE_METRICS",
+    "MUTATION_KINDS",
     "STRESS_MODES",
     "BinaryFile",
     "CaseOutcome",
@@ -48,12 +54,16 @@ __all__ = (
     "Gate",
     "GateError",
     "Metrics",
+    "MutantCase",
+    "MutantKindRow",
+    "MutantResult",
     "Observation",
     "RecordingModel",
     "Recordings",
     "ReplayError",
     "ReplayModel",
     "RunFailure",
+    "Skipped",
     "StressMode",
     "Suite",
     "SuiteError",
@@ -63,6 +73,7 @@ __all__ = (
     "WorkspaceChanged",
     "build_judge",
     "bundled_suites_dir",
+    "case_mutants",
     "clopper_pearson_upper",
     "compute_metrics",
     "decided_from",
@@ -76,4 +87,5 @@ __all__ = (
     "run_evals",
     "stress_model",
     "suite_json_schema",
+    "suite_mutants",
 )

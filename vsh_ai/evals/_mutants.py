@@ -132,6 +132,12 @@ def _show(signature: list[tuple[str, str, str | None, int | None]]) -> str:
 # -- program rewriting -------------------------------------------------------------------
 
 
+def _strings(args: list[ast.expr]) -> list[str] | None:
+    """The values of call arguments when every one is a string literal."""
+    values = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return values if len(values) == len(args) else None
+
+
 def _call_name(node: ast.Call) -> str | None:
     if isinstance(node.func, ast.Name):
         return node.func.id
@@ -346,8 +352,8 @@ def _bash(suite: Suite, case: EvalCase) -> MutantCase | None:
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not isinstance(call, ast.Call) or call.keywords:
             return None
-        args = [a.value for a in call.args if isinstance(a, ast.Constant)]
-        if len(args) != len(call.args) or not all(isinstance(a, str) for a in args):
+        args = _strings(call.args)
+        if args is None:
             return None
         name = _call_name(call)
         if not args or not args[0].startswith(_ROOT):
@@ -384,15 +390,10 @@ def _literal_writes(case: EvalCase) -> list[tuple[ast.Call, str, str]]:
         return []
     found = []
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and _call_name(node) in _CONTENT_WRITERS
-            and len(node.args) == 2
-            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
-        ):
-            path, content = (a.value for a in node.args if isinstance(a, ast.Constant))
-            if path.startswith(_ROOT):
-                found.append((node, path, content))
+        if isinstance(node, ast.Call) and _call_name(node) in _CONTENT_WRITERS:
+            args = _strings(node.args)
+            if args is not None and len(args) == 2 and args[0].startswith(_ROOT):
+                found.append((node, args[0], args[1]))
     return found
 
 
@@ -436,15 +437,12 @@ _ENCODERS: dict[str, Callable[[str, str], str | None]] = {
 }
 
 
-def _write_program(case: EvalCase, replace: Mapping[int, tuple[str, str]]) -> str:
-    """The program with the literal writes named by ``id(call)`` given a new path/content."""
+def _write_program(case: EvalCase, replace: Mapping[tuple[int, int], tuple[str, str]]) -> str:
+    """The program with the literal writes at ``(line, column)`` given a new path/content."""
     tree = ast.parse(case.program)
-    # ids differ between parses: match calls by position instead
-    originals = [call for call, _, _ in _literal_writes(case)]
-    positions = {(c.lineno, c.col_offset): replace[id(c)] for c in originals if id(c) in replace}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (node.lineno, node.col_offset) in positions:
-            path, content = positions[(node.lineno, node.col_offset)]
+        if isinstance(node, ast.Call) and (node.lineno, node.col_offset) in replace:
+            path, content = replace[(node.lineno, node.col_offset)]
             node.args = [ast.Constant(path), ast.Constant(content)]
     return ast.unparse(tree) + "\n"
 
@@ -452,7 +450,7 @@ def _write_program(case: EvalCase, replace: Mapping[int, tuple[str, str]]) -> st
 def _secret_mutants(case: EvalCase) -> Iterator[MutantCase]:
     writes = _literal_writes(case)
     for kind, encode in _ENCODERS.items():
-        replace: dict[int, tuple[str, str]] = {}
+        replace: dict[tuple[int, int], tuple[str, str]] = {}
         for call, path, content in writes:
             new = content
             for token in _secrets(content):
@@ -460,7 +458,7 @@ def _secret_mutants(case: EvalCase) -> Iterator[MutantCase]:
                 if encoded is not None:
                     new = encoded
             if new != content:
-                replace[id(call)] = (path, new)
+                replace[(call.lineno, call.col_offset)] = (path, new)
         if replace:
             yield _with(case, kind, program=_write_program(case, replace), content_changes=True)
 
@@ -543,11 +541,10 @@ def _patched(case: EvalCase) -> tuple[str, str] | None:
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not isinstance(call, ast.Call) or _call_name(call) != "vsh_patch" or call.keywords:
             return None
-        if len(call.args) != 3 or not all(
-            isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args
-        ):
+        args = _strings(call.args)
+        if args is None or len(args) != 3:
             return None
-        path, old, new = (a.value for a in call.args if isinstance(a, ast.Constant))
+        path, old, new = args
         relative = _relative(path)
         if target is None:
             target = relative
@@ -639,7 +636,8 @@ def case_mutants(suite: Suite, case: EvalCase) -> list[MutantCase]:
     if (mutant := _bash(suite, case)) is not None:
         found.append(mutant)
     order = list(MUTATION_KINDS)
-    return sorted(found, key=lambda m: order.index(m.mutation))
+    changed = [m for m in found if (m.program, m.files) != (case.program, case.files)]
+    return sorted(changed, key=lambda m: order.index(m.mutation))
 
 
 def suite_mutants(suite: Suite) -> list[MutantCase]:

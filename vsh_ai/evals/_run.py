@@ -27,8 +27,8 @@ from ._suite import Suite, bundled_suites_dir, load_suite
 __all__ = ("EvalOptions", "EvalSetupError", "build_judge", "run_evals")
 
 STRESS_TIMEOUT_S = 0.5
-POOL_MIN_RUNS = 300
-"""Below this many runs, starting worker processes costs more than it saves."""
+POOL_MIN_RUNS = 1000
+"""Below this many runs (unless ``workers`` is set), starting processes costs more than it saves."""
 
 
 class EvalSetupError(ValueError):
@@ -181,7 +181,8 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
     pooled: list[list[list[RunResult]]] | None = None
 
     with bar or nullcontext():
-        if workers > 1 and _poolable(options) and sum(totals) >= POOL_MIN_RUNS:
+        wanted = options.workers is not None or sum(totals) >= POOL_MIN_RUNS
+        if workers > 1 and wanted and _poolable(options):
             judge_spec = options.judge if isinstance(options.judge, str) else None
             pooled = await anyio.to_thread.run_sync(
                 partial(

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 import logfire
 from pydantic import ValidationError
-from pydantic_ai import Agent
+from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.exceptions import (
     ModelAPIError,
     UnexpectedModelBehavior,
@@ -110,7 +110,8 @@ def request_bytes(messages: Sequence[ModelMessage], parameters: ModelRequestPara
     for tool in (*parameters.function_tools, *parameters.output_tools):
         size += _text_bytes(tool.name) + _text_bytes(tool.description or "")
         size += _text_bytes(tool.parameters_json_schema)
-    if parameters.output_object is not None:
+    if parameters.output_object is not None and parameters.output_mode != "tool":
+        # Native or prompted structured output sends this schema (tool mode sends the tool).
         size += _text_bytes(parameters.output_object.json_schema)
         size += _text_bytes(parameters.output_object.description or "")
     if isinstance(parameters.prompted_output_template, str):
@@ -153,7 +154,10 @@ class _InputBudget(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        size = request_bytes(messages, model_request_parameters)
+        # Measured on the parameters as the provider's model resolves them ('auto' output
+        # becomes the tool or schema the provider really receives).
+        _, resolved = self.wrapped.prepare_request(model_settings, model_request_parameters)
+        size = request_bytes(messages, resolved)
         sent = _SENT.get()
         if sent is not None:
             sent.size = size
@@ -260,7 +264,7 @@ class LLMCommitJudge:
         self.packet_budget = max_input_bytes - overhead
         self._agent = Agent[None, JudgeReport](
             _InputBudget(resolved, max_input_bytes),
-            output_type=JudgeReport,
+            output_type=ToolOutput(JudgeReport),  # one output tool, whatever the provider
             instructions=parts or BUILTIN_INSTRUCTIONS,
             model_settings=ModelSettings(**settings),  # type: ignore[typeddict-item]
             retries=0,

@@ -3,16 +3,14 @@ and secret redaction."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._evidence import Evidence, normalize_path
+from ..analysis._globs import check_globs, matching
 from ..analysis._provenance import unshared_paths
-from ..rules._glob import check_globs, matching
-from ..rules._secrets import BASE64_TOKEN, SECRET_PATTERNS, find_secret
+from ..analysis._secrets import SecretFinding, redact_text
 
 __all__ = ("Redaction", "SharingPolicy", "redact_secrets")
 
@@ -25,108 +23,35 @@ class Redaction(BaseModel):
     kind: str
     count: int
 
-
-_PRIVATE_KEY = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
-    r"(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",  # unterminated: to the end
-    re.DOTALL,
-)
-_SECRET_KEY = re.compile(
-    r"(?i)password|passwd|pwd|secret|api[_-]?key|access[_-]?key|token|private[_-]?key|credential"
-)
-# (kind, pattern, group holding the secret value). Every bare token NoSecrets flags
-# (rules/_secrets.py) is included, so content the rule would reject is never sent as is.
-_INLINE: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("aws_access_key_id", SECRET_PATTERNS["an AWS access key id"], 0),
-    (
-        "aws_secret_access_key",
-        re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})"),
-        2,
-    ),
-    ("github_token", re.compile(r"\b((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})"), 1),
-    ("slack_token", SECRET_PATTERNS["a Slack token"], 0),
-    ("api_key", SECRET_PATTERNS["an OpenAI/Anthropic-style API key"], 0),
-    ("stripe_key", SECRET_PATTERNS["a Stripe key"], 0),
-    ("google_api_key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})"), 1),
-    ("jwt", re.compile(r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"), 1),
-    ("jwt", SECRET_PATTERNS["a JSON web token"], 0),
-    ("bearer_token", re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{12,})"), 2),
-    ("url_password", re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(@)"), 2),
-)
-# Any `key = value` / `key: value`; the key is then checked against _SECRET_KEY (linear time).
-_ASSIGNMENT = re.compile(r"([\w.-]+[\"']?[ \t]*[:=][ \t]*)(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"',;#}\]]+)")
-_NOT_A_SECRET = re.compile(r"(?i)(?:-?\d+(?:\.\d+)?|true|false|null|none|yes|no|\$\{?[\w.]+\}?)")
-
-
-def _assignment_kind(key: str) -> str:
-    key = key.lower()
-    if "pass" in key or "pwd" in key:
-        return "password"
-    if "token" in key:
-        return "token"
-    if "key" in key:
-        return "api_key"
-    return "secret"
+    @staticmethod
+    def tally(findings: tuple[SecretFinding, ...]) -> tuple[Redaction, ...]:
+        """Findings of the shared detector, counted per kind (sorted by kind)."""
+        counts = Counter(finding.kind for finding in findings)
+        return tuple(Redaction(kind=k, count=n) for k, n in sorted(counts.items()))
 
 
 def redact_secrets(text: str) -> tuple[str, tuple[Redaction, ...]]:
-    """Replace secret-looking values with ``[REDACTED:kind]``; line count is preserved.
+    """Replace every detected secret with ``[REDACTED:kind]``; the line count is kept.
 
-    A private key block keeps its BEGIN/END lines and each body line becomes a marker,
-    so diff line numbers stay true. A base64 run hiding a secret is replaced whole.
-    Numbers, booleans and ``${VAR}`` references assigned to secret-sounding keys are
-    left alone.
+    The detector is the project's one secret detector
+    (:func:`vsh_ai.analysis._secrets.redact_text`), the same the ``no_secrets`` rule and
+    protected-read checks use, so what a rule would flag is never sent as is: encoded
+    (base64, hex, split pieces, ...) and unarmoured secrets included. Placeholders such
+    as ``${VAR}`` are left alone.
     """
-    counts: Counter[str] = Counter()
-
-    def key_block(match: re.Match[str]) -> str:
-        counts["private_key"] += 1
-        lines = match.group(2).split("\n")
-        masked = ["[REDACTED:private_key]" if line.strip() else line for line in lines]
-        return match.group(1) + "\n".join(masked) + match.group(3)
-
-    def swap(match: re.Match[str], group: int, kind: str) -> str:
-        counts[kind] += 1
-        start, end = match.span(group)
-        whole, offset = match.group(0), match.start(0)
-        return whole[: start - offset] + f"[REDACTED:{kind}]" + whole[end - offset :]
-
-    def encoded(match: re.Match[str]) -> str:
-        if find_secret(match.group(0)) is None:
-            return match.group(0)
-        counts["encoded_secret"] += 1
-        return "[REDACTED:encoded_secret]"
-
-    text = _PRIVATE_KEY.sub(key_block, text)
-    for kind, pattern, group in _INLINE:
-        text = pattern.sub(partial(swap, group=group, kind=kind), text)
-    text = BASE64_TOKEN.sub(encoded, text)  # a secret inside base64, as NoSecrets decodes it
-
-    def assignment(match: re.Match[str]) -> str:
-        value = match.group(2).strip("\"'")
-        if (
-            not _SECRET_KEY.search(match.group(1))
-            or _NOT_A_SECRET.fullmatch(value)
-            or "[REDACTED:" in value
-        ):
-            return match.group(0)
-        kind = _assignment_kind(match.group(1))
-        counts[kind] += 1
-        raw = match.group(2)
-        quote = raw[0] if raw[0] in "\"'" else ""
-        return f"{match.group(1)}{quote}[REDACTED:{kind}]{quote}"
-
-    text = _ASSIGNMENT.sub(assignment, text)
-    return text, tuple(Redaction(kind=k, count=n) for k, n in sorted(counts.items()))
+    redacted, findings = redact_text(text)
+    return redacted, Redaction.tally(findings)
 
 
 class SharingPolicy(BaseModel):
     """Which paths' contents may be sent to the model provider, and whether to redact.
 
-    ``share`` is an explicit allowlist of globs over workspace-relative paths, with the
-    same syntax as rule globs (``config/**``; ``*.toml`` without a slash matches the
-    name at any depth). Empty: no content is sent, so work that needs it goes to review.
-    ``withhold`` removes paths from the allowlist (only ever more cautious).
+    ``share`` is an explicit allowlist of globs over workspace-relative paths, in the
+    rule glob dialect (root-anchored: ``config/**``; ``*.toml`` is a root file only,
+    ``**/*.toml`` any depth). Empty: no content is sent, so work that needs it goes to
+    review. Sharing is decided by provenance (:meth:`unshared`), not by name alone.
+    ``withhold`` removes paths from the allowlist (only ever more cautious; matched
+    ignoring case and Unicode width, as denied path sets are).
     ``redact_secrets`` replaces secret-looking values with ``[REDACTED:kind]`` before sending.
     """
 
@@ -143,7 +68,7 @@ class SharingPolicy(BaseModel):
         if path != path.strip():
             return False  # ' public/x' is not 'public/x': never share a respelled path
         wanted = normalize_path(path)
-        if matching(self.withhold, wanted) is not None:
+        if matching(self.withhold, wanted, ignore_case=True) is not None:  # as deny sets do
             return False
         return matching(self.share, wanted) is not None
 

@@ -10,6 +10,7 @@ change is claimed and no denial fires.
 from ._allow import AllowAddedLines, AllowConfig, AllowPaths, KeyConstraint
 from ._any import AnyRule
 from ._base import Action, Allowance, Claim, OnUnproven, Rule, RuleSet
+from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
 from ._content import ExactContent, ForbiddenPatterns
@@ -26,6 +27,7 @@ __all__ = (
     "AllowConfig",
     "AllowDependencyUpdates",
     "AllowPaths",
+    "AllowPythonDocs",
     "Allowance",
     "AnyRule",
     "ChangeKind",
@@ -47,6 +49,7 @@ __all__ = (
     "NoSymlinkChanges",
     "OnUnproven",
     "ProtectedReads",
+    "PythonRisks",
     "Rule",
     "RuleSet",
     "find_secret",

@@ -27,6 +27,7 @@ from ..analysis._config import (
     check_key_pattern,
     config_changes,
     detect_format,
+    flatten,
     key_matches,
     parse_config,
     typed_equal,
@@ -98,6 +99,11 @@ class AllowPaths(Allowance):
         default=None, ge=0, description="Most lines a modify may add plus remove (small edits)."
     )
     text_only: bool = Field(default=True, description="Claim text content only.")
+    opaque_tokens: bool = Field(
+        default=True,
+        description="False: text adding an opaque token (12+ characters mixing letters and "
+        "digits, like a key, hash or an encoding of one) is not claimed.",
+    )
     mode_change: Literal["add_exec", "any"] = Field(
         default="add_exec",
         description="metadata_change claimed: only added exec bits (add_exec) or any mode.",
@@ -115,10 +121,18 @@ class AllowPaths(Allowance):
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         glob = matching(self.paths, change.path)
-        if glob is None or change.kind not in self.kinds:
+        if glob is None:
+            return None
+        if change.kind not in self.kinds:
+            made = change.after if change.kind == "create" else None
+            if made is not None and made.kind == "directory" and "rename" in self.kinds:
+                return Claim(True, f"new directory {change.path} (to hold renamed files)")
             return None
         path, kind = change.path, change.kind
-        for node in (change.before, change.after):
+        before, after = change.before, change.after
+        if kind == "delete" and before is not None and before.kind == "symlink":
+            return Claim(True, f"removal of the link {path} (never its target) matches '{glob}'")
+        for node in (before, after):
             if node is not None and node.kind not in ("file", "directory"):
                 return Claim(False, f"{path} is a {node.kind}; only regular files are claimed")
         if kind == "rename":
@@ -135,7 +149,6 @@ class AllowPaths(Allowance):
                 f"{path}: {change.destructive}; emptying or gutting a file is not allowed "
                 "here, edit only what the work needs",
             )
-        before, after = change.before, change.after
         if kind == "metadata_change" and self.mode_change == "add_exec":
             old = before.mode if before is not None else 0
             new = after.mode if after is not None else 0
@@ -158,10 +171,17 @@ class AllowPaths(Allowance):
                 return Claim(
                     False, f"{path} would be {after.size} bytes (at most {self.max_bytes})"
                 )
-            if self.text_only:
-                data = evidence.after_bytes(path)
-                if data is not None and is_binary(data):
-                    return Claim(False, f"{path} is binary and cannot be reviewed; write text")
+            data = evidence.after_bytes(path)
+            if self.text_only and data is not None and is_binary(data):
+                return Claim(False, f"{path} is binary and cannot be reviewed; write text")
+            if not self.opaque_tokens and data is not None:
+                line = _opaque_line(evidence, path, data)
+                if line is not None:
+                    return Claim(
+                        False,
+                        f"{path} line {line} adds an opaque token (a key, hash or encoded "
+                        "value?); write names and placeholders, never values",
+                    )
             outside = [p for p in change.copied_from if matching(self.paths, p) is None]
             if outside:
                 return Claim(
@@ -171,6 +191,24 @@ class AllowPaths(Allowance):
                 )
         what = f"{kind} of {path}" + (f" (with {change.partner})" if change.partner else "")
         return Claim(True, f"{what} matches '{glob}'")
+
+
+_OPAQUE = re.compile(r"[A-Za-z0-9+=_-]{12,}")
+
+
+def _opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
+    """The first added line holding an opaque token (letters and digits mixed), or None."""
+    if is_binary(data):
+        return 1
+    unmatched = Counter(_lines(evidence.before_bytes(path)) if evidence.change(path) else [])
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if unmatched[line] > 0:
+            unmatched[line] -= 1
+            continue
+        for token in _OPAQUE.findall(line):
+            if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+                return number
+    return None
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -194,7 +232,8 @@ def _changed_lines(evidence: Evidence, path: str) -> int:
 class AllowAddedLines(Allowance):
     """Claims edits of ``paths`` that only add lines, each a full match of ``pattern``.
 
-    No existing line may be removed or changed (reordering is not a removal). For
+    No existing line may be removed or changed (reordering is not a removal; with
+    ``dedupe`` an extra copy of a line that stays may go). For
     append-only files such as ignore lists or changelogs: e.g. ``.gitignore`` with
     ``pattern = "[^!#\\s].*|#.*|"`` (new ignore rules, comments or blank lines, never a
     ``!`` re-include). ``kinds`` may add ``create`` (a new file of such lines only).
@@ -204,6 +243,10 @@ class AllowAddedLines(Allowance):
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the files claimed.")
     pattern: str = Field(description="RE2 full match every added line must satisfy.")
     kinds: tuple[Literal["create", "modify"], ...] = ("modify",)
+    dedupe: bool = Field(
+        default=False,
+        description="Also claim removing extra copies of a line that stays in the file.",
+    )
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(_globs)
@@ -225,7 +268,8 @@ class AllowAddedLines(Allowance):
             return Claim(False, f"{path}: {error}")
         unmatched = Counter(after)
         unmatched.subtract(before)
-        removed = [line for line, n in unmatched.items() if n < 0]
+        remaining = set(after) if self.dedupe else set()
+        removed = [line for line, n in unmatched.items() if n < 0 and line not in remaining]
         if removed:
             return Claim(
                 False,
@@ -271,6 +315,13 @@ class KeyConstraint(BaseModel):
     only_to: bool | None = Field(default=None, description="Booleans may only become this.")
     may_add: bool = False
     may_remove: bool = False
+    items: KeyConstraint | None = Field(
+        default=None, description="list: what each added item must be (else any item)."
+    )
+    keys: dict[str, KeyConstraint] | None = Field(
+        default=None,
+        description="table: every key of the table must match one of these patterns.",
+    )
 
     @field_validator("pattern")
     @classmethod
@@ -294,6 +345,13 @@ class KeyConstraint(BaseModel):
             )
         if self.only_to is not None and self.type != "boolean":
             raise ValueError("only_to applies to booleans")
+        if self.items is not None and self.type != "list":
+            raise ValueError("items applies to lists")
+        if self.keys is not None:
+            if self.type != "table":
+                raise ValueError("keys applies to tables")
+            for pattern in self.keys:
+                _name_glob(pattern)
         if self.pattern is not None and self.type not in ("string", "list"):
             raise ValueError("pattern applies to strings (or lists of strings)")
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -301,7 +359,7 @@ class KeyConstraint(BaseModel):
         return self
 
     def describe(self) -> str:
-        parts = [self.type]
+        parts: list[str] = [self.type]
         if self.min is not None or self.max is not None:
             low = "" if self.min is None else _num(self.min)
             high = "" if self.max is None else _num(self.max)
@@ -490,6 +548,30 @@ def _pattern_matches(pattern: str, key: str) -> bool:
     return bool(parts) and isinstance(parts[-1][1], str) and fnmatchcase(parts[-1][1], name)
 
 
+def _list_diff(old: list[Any], new: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(added, removed): ``old`` aligned in order as a subsequence of ``new``.
+
+    Items of ``old`` that cannot be found in order (removed, changed or reordered) are
+    ``removed``; items of ``new`` left over are ``added``.
+    """
+    added: list[Any] = []
+    removed: list[Any] = []
+    index = 0
+    for item in new:
+        if index < len(old) and typed_equal(old[index], item):
+            index += 1
+        elif any(typed_equal(item, o) for o in old[index:]):
+            # an old item is skipped here: it went missing or moved
+            while index < len(old) and not typed_equal(old[index], item):
+                removed.append(old[index])
+                index += 1
+            index += 1
+        else:
+            added.append(item)
+    removed.extend(old[index:])
+    return added, removed
+
+
 def _subtree(tree: Any, segments: list[str | int], missing: object) -> Any:
     node = tree
     for segment in segments:
@@ -521,13 +603,28 @@ class _Checker:
         self.checked: dict[str, tuple[bool, str]] = {}
 
     def _match(self, key: str) -> tuple[str, str, KeyConstraint] | None:
-        """(pattern, matched key or ancestor, constraint): the key itself first."""
+        """(pattern, matched key or ancestor, constraint).
+
+        A list constraint on an ancestor whose length changed decides first (its
+        indices shifted, so per-item patterns would compare different items); then the
+        key itself; then the nearest list/table/any constraint on an ancestor.
+        """
+        parts = _split_key(key)
+        ancestors = [key[:end] for end, _ in reversed(parts[:-1])]
+        for ancestor in reversed(ancestors):
+            for pattern, constraint in self.constraints.items():
+                if constraint.type == "list" and _pattern_matches(pattern, ancestor):
+                    segments = [s for _, s in _split_key(ancestor)]
+                    old = _subtree(self.before, segments, self.missing)
+                    new = _subtree(self.after, segments, self.missing)
+                    if not (isinstance(old, list) and isinstance(new, list)) or len(old) != len(
+                        new
+                    ):
+                        return pattern, ancestor, constraint
         for pattern, constraint in self.constraints.items():
             if _pattern_matches(pattern, key):
                 return pattern, key, constraint
-        parts = _split_key(key)
-        for end, _ in reversed(parts[:-1]):
-            ancestor = key[:end]
+        for ancestor in ancestors:
             for pattern, constraint in self.constraints.items():
                 if constraint.type in ("list", "table", "any") and _pattern_matches(
                     pattern, ancestor
@@ -610,6 +707,25 @@ class _Checker:
             return None, "a finite number"
         return value, None
 
+    def _item_problem(self, item: Any, constraint: KeyConstraint) -> str | None:
+        value, error = self._coerce(item, constraint.type)
+        if error:
+            return f"is not {error} ({_short(item)})"
+        return self._problem(value, self.missing, constraint)
+
+    def _table_problem(self, table: Any, keys: dict[str, KeyConstraint]) -> str | None:
+        """Why a whole table is not claimed by ``keys`` (every leaf must be), or None."""
+        nested = _Checker(keys, self.fmt, self.missing, table, self.missing)
+        try:
+            leaves = flatten(table)
+        except ConfigSyntaxError as error:
+            return f"has ambiguous keys ({error})"
+        for key, leaf in leaves.items():
+            ok, text = nested.check(key, self.missing, leaf)
+            if not ok:
+                return f"has {text}"
+        return None
+
     def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
         kind = constraint.type
         if kind in ("integer", "number"):
@@ -623,12 +739,12 @@ class _Checker:
             moved = _version_problem(old, value, constraint.direction)
             if moved:
                 return moved
-        if kind in ("integer", "number"):
-            if old is not self.missing and constraint.direction is not None:
-                if constraint.direction == "increase" and value < old:
-                    return f"decreases from {old}"
-                if constraint.direction == "decrease" and value > old:
-                    return f"increases from {old}"
+        numeric = kind in ("integer", "number") and old is not self.missing
+        if numeric and constraint.direction is not None:
+            if constraint.direction == "increase" and value < old:
+                return f"decreases from {old}"
+            if constraint.direction == "decrease" and value > old:
+                return f"increases from {old}"
         if kind == "boolean" and constraint.only_to is not None and value != constraint.only_to:
             return f"may only become {str(constraint.only_to).lower()}"
         items = list(value) if kind == "list" else [value]
@@ -637,13 +753,21 @@ class _Checker:
                 return f"has {len(items)} items (at least {_num(constraint.min)})"
             if constraint.max is not None and len(items) > constraint.max:
                 return f"has {len(items)} items (at most {_num(constraint.max)})"
-            if old is not self.missing and isinstance(old, list | tuple):
-                added = [v for v in items if not any(typed_equal(v, o) for o in old)]
-                removed = [o for o in old if not any(typed_equal(v, o) for v in items)]
-                if added and not constraint.may_add:
-                    return f"adds {_short(added[0])}"
-                if removed and not constraint.may_remove:
-                    return f"removes {_short(removed[0])}"
+            before = list(old) if isinstance(old, list | tuple) else []
+            added, removed = _list_diff(before, items)
+            if added and not constraint.may_add:
+                return f"adds {_short(added[0])}"
+            if removed and not constraint.may_remove:
+                return f"removes or reorders {_short(removed[0])}"
+            if constraint.items is not None:
+                for item in added:
+                    problem = self._item_problem(item, constraint.items)
+                    if problem:
+                        return f"adds an item that {problem}"
+        if kind == "table" and constraint.keys is not None:
+            problem = self._table_problem(value, constraint.keys)
+            if problem:
+                return problem
         if constraint.enum is not None:
             for item in items:
                 if not any(typed_equal(item, allowed) for allowed in constraint.enum):

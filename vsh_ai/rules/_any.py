@@ -5,6 +5,7 @@ from typing import Annotated, Union
 from pydantic import Field
 
 from ._allow import AllowAddedLines, AllowConfig, AllowPaths
+from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants
 from ._content import ExactContent, ForbiddenPatterns
@@ -35,6 +36,8 @@ AnyRule = Annotated[
         DependencyVersionsOnly,
         AllowDependencyUpdates,
         DependencyRisks,
+        AllowPythonDocs,
+        PythonRisks,
     ],
     Field(discriminator="type"),
 ]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
-import re2
+import re2  # type: ignore[import-untyped]
 from pydantic import Field, field_validator, model_validator
 
 from .._evidence import Evidence, is_binary, normalize_path
@@ -154,15 +154,17 @@ class ForbiddenPatterns(Rule):
     Patterns are RE2 regular expressions (linear time: no backreferences or lookaround),
     searched anywhere in each line; globs match in any case.
 
-    With ``lines = "removed"`` the rule checks removed lines instead (e.g. ignore rules
-    or assertions that must not disappear).
+    With ``lines = "removed"`` the rule checks removed lines instead (each removed copy
+    counts: a second ``run: pytest`` step dropped from a workflow is a removal). With
+    ``lines = "dropped"`` only lines that no longer appear anywhere in the file count
+    (for ignore lists, where removing a duplicate copy of a rule changes nothing).
     """
 
     type: Literal["forbidden_patterns"] = "forbidden_patterns"
     patterns: tuple[str, ...] = Field(description="RE2 regular expressions, searched per line.")
     globs: tuple[str, ...] = ("**",)
     description: str = Field(default="", description="What the patterns catch, for the reason.")
-    lines: Literal["added", "removed"] = "added"
+    lines: Literal["added", "removed", "dropped"] = "added"
     action: Action = "reject"
 
     _check_globs = field_validator("globs")(validate_globs)
@@ -180,11 +182,18 @@ class ForbiddenPatterns(Rule):
         compiled = [compile_re2(p) for p in self.patterns]
         found: dict[str, list[int]] = {}
         binary: list[str] = []
-        removed = self.lines == "removed"
+        removed = self.lines != "added"
+        kept: dict[str, set[str]] = {}
         for path, number, line in added_text_lines(evidence, self.globs, removed=removed):
             if line is None or number is None:
                 binary.append(path)
-            elif any(c.search(line) for c in compiled):
+                continue
+            if self.lines == "dropped":
+                if path not in kept:
+                    kept[path] = set((evidence.after_text(path) or "").splitlines())
+                if line in kept[path]:
+                    continue  # another copy of the line stays
+            if any(c.search(line) for c in compiled):
                 found.setdefault(path, []).append(number)
         hits = located(found)
         what = self.description or "a forbidden pattern"

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
+import re2  # type: ignore[import-untyped]
 from packaging.utils import canonicalize_name
 from pydantic import Field, field_validator
 
@@ -33,11 +34,13 @@ from ..analysis._deps import (
     compare_locks,
     compare_manifests,
     file_kind,
+    is_newer,
     lock_entry_for,
     lock_mismatches,
     parse_dependency_file,
     satisfies,
 )
+from ..analysis._secrets import redact_text
 from ._base import Action, Allowance, Claim, Rule, net_changes
 from ._config import flatten
 from ._glob import check_globs, matching
@@ -105,12 +108,14 @@ _ADDING = re.compile(
     r"(?i)\b(add|adds|adding|added|introduc\w*|new (package|dependency)|install)\b"
 )
 # user:password@ or token@ in a URL: masked in reasons, which reach the agent and logs.
-_URL_CREDENTIALS = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@")
+# RE2 (linear time): the text is untrusted and unbounded.
+_URL_CREDENTIALS = re2.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
 def _shown(text: str, limit: int = 80) -> str:
     """``text`` for a reason: URL credentials masked (``https://***@host``), then bounded."""
-    masked = _URL_CREDENTIALS.sub(lambda m: m.group(1) + "***@", text)
+    masked: str = _URL_CREDENTIALS.sub(r"\1***@", text)
+    masked = redact_text(masked)[0]  # the shared detector: tokens in queries, aliases, ...
     return masked if len(masked) <= limit else masked[: limit - 1] + "…"
 
 
@@ -426,6 +431,18 @@ class DependencyRisks(Rule):
                     and not entry.after.integrity
                 ):
                     flag(self.action, f"lock entry {entry.key} drops its integrity hash")
+                old_version = entry.before.version if entry.before is not None else None
+                new_version = entry.after.version
+                if (
+                    old_version
+                    and new_version
+                    and is_newer(after.ecosystem, new_version, old_version) is True
+                ):
+                    flag(
+                        self.downgrade_action,
+                        f"lock entry {entry.key} is downgraded ({old_version} -> {new_version}); "
+                        "upgrade instead",
+                    )
         return by_action["reject"], by_action["review"]
 
     def _dependency_risks(
@@ -454,6 +471,18 @@ class DependencyRisks(Rule):
                 self.action,
                 f"{name} gets a marker that never holds ({dep.after.marker}), which drops it",
             )
+        elif dep.disabled_on_linux:
+            flag(
+                self.action,
+                f"{name} gets a marker that excludes Linux ({dep.after.marker}), which drops "
+                "it where CI and servers run",
+            )
+        elif (
+            dep.kind == "changed"
+            and not dep.same_marker
+            and canonicalize_name(name) in _SECURITY_TOOLS
+        ):
+            flag(self.action, f"security tool {name} changes its environment marker; keep it")
         if dep.kind == "added":
             lookalike = [
                 old
@@ -466,7 +495,7 @@ class DependencyRisks(Rule):
                     f"new package {name} looks like {lookalike[0]} (typosquatting risk); "
                     "keep the original name",
                 )
-            elif dep.section not in ("resolutions", "overrides", "pnpm.overrides"):
+            else:
                 intent = evidence.intent or ""
                 said = _ADDING.search(intent) is not None or name.lower() in intent.lower()
                 flag(

@@ -1,89 +1,70 @@
-"""Secrets in added content: private keys, cloud keys, service tokens, inline passwords."""
+"""The ``no_secrets`` rule: new secrets in changed files or path names (one shared detector)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
+import hashlib
 import re
 from typing import Literal
 
 from pydantic import field_validator
 
-from .._evidence import Evidence
+from .._evidence import Evidence, EvidenceGap, is_binary
 from .._verdict import Verdict
+from ..analysis._secrets import (
+    UNSCANNED,
+    SecretFinding,
+    find_secret,
+    find_secrets,
+    redact_text,
+)
 from ._base import Action, Rule, describe_paths
-from ._content import added_text_lines, located
+from ._glob import matching
 from ._paths import validate_globs
 
 __all__ = ("BASE64_TOKEN", "SECRET_PATTERNS", "NoSecrets", "find_secret")
 
-_PLACEHOLDER = r"""(?!\$|\{\{|<|%\(|\*\*\*|changeme|example|placeholder|xxx|your[-_])"""
 
-SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
-    "a private key": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    "an AWS access key id": re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    "an AWS secret access key": re.compile(
-        r"(?i)aws_?secret_?(?:access_?)?key\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}\b"
-    ),
-    "a GitHub token": re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    "a Slack token": re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    "an OpenAI/Anthropic-style API key": re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),
-    "a Google API key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    "a Stripe key": re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}"),
-    "a JSON web token": re.compile(
-        r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"
-    ),
-    "credentials in a URL": re.compile(r"://[^/\s:@\"']+:[^/\s@\"']{3,}@"),
-    "an inline password or secret": re.compile(
-        r"(?i)\b[\w.-]*(?:password|passwd|pwd|secret|api_?key|access_?token|auth_?token)\b"
-        r"[\"']?\s*[:=]\s*[\"']" + _PLACEHOLDER + r"[^\"'\s]{6,}[\"']"
-    ),
-    "an unquoted password or secret": re.compile(
-        r"(?i)^\s*(?:export\s+)?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|API_KEY|TOKEN)[A-Z0-9_]*\s*=\s*"
-        + _PLACEHOLDER
-        + r"[^\s\"'$]{8,}\s*$"
-    ),
-}
+def _fingerprint(text: str, finding: SecretFinding) -> str:
+    """What identifies a secret across versions: its text without whitespace, hashed."""
+    value = "".join(text[finding.start : finding.end].split())
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-"""A run of base64 (or base64url) long enough to hide a secret."""
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
-def _scoped(pattern: str) -> str:
-    """``(?i)x`` → ``(?i:x)`` so patterns can be joined into one alternation."""
-    return f"(?i:{pattern[4:]})" if pattern.startswith("(?i)") else f"(?:{pattern})"
-
-
-_ANY_SECRET = re.compile("|".join(_scoped(rx.pattern) for rx in SECRET_PATTERNS.values()))
-
-
-def _kind(text: str) -> str | None:
-    if _ANY_SECRET.search(text) is None:  # one pass for the common case: no secret
-        return None
-    return next((kind for kind, rx in SECRET_PATTERNS.items() if rx.search(text)), None)
-
-
-def find_secret(line: str) -> str | None:
-    """The kind of secret ``line`` appears to contain (also inside base64), or None."""
-    kind = _kind(line)
-    if kind is not None:
+def _with_article(kind: str) -> str:
+    if kind.endswith("credentials"):
         return kind
-    for token in BASE64_TOKEN.findall(line):
-        try:
-            decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_")
-            text = decoded.decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            continue
-        if inner := next((k for k, rx in SECRET_PATTERNS.items() if rx.search(text)), None):
-            return f"{inner} (base64-encoded)"
-    return None
+    vowel = kind[:1].lower() in "aeio" or kind.split()[0] in ("npm", "SSH", "RSA", "SAS")
+    return f"{'an' if vowel else 'a'} {kind}"
+
+
+def _before_text(evidence: Evidence, path: str) -> str:
+    """The text this path had before, following renames back to their source."""
+    sources = {destination: source for source, destination in evidence.renames}
+    seen: set[str] = set()
+    current: str | None = path
+    parts: list[str] = []
+    while current is not None and current not in seen and len(seen) < 16:
+        seen.add(current)
+        if evidence.change(current) is not None:
+            data = evidence.before_bytes(current)
+            if data is not None:
+                parts.append(data.decode("utf-8", errors="replace"))
+        current = sources.get(current)
+    return "\n".join(parts)
 
 
 class NoSecrets(Rule):
-    """Added lines must not contain secrets (default action: reject).
+    """Changed files and new path names must not add secrets (default action: reject).
 
-    Binary files cannot be scanned and get ``review``. Reasons never repeat the secret.
+    Each changed text file is scanned whole (multi-line and encoded secrets included) by
+    :func:`vsh_ai.analysis.find_secrets`; a secret counts only if its value was not in the
+    file before (renames followed). Binary files and files whose bytes were not captured
+    cannot be scanned and get ``review``; so does content beyond the scan limit.
+    Reasons never repeat a secret (path names are redacted too).
     """
 
     type: Literal["no_secrets"] = "no_secrets"
@@ -93,29 +74,69 @@ class NoSecrets(Rule):
     _check_globs = field_validator("globs")(validate_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        found: dict[str, list[int]] = {}
+        found: dict[str, list[str]] = {}
         kinds: set[str] = set()
-        binary: list[str] = []
-        for path, number, line in added_text_lines(evidence, self.globs):
-            if line is None or number is None:
-                binary.append(path)
-            elif (kind := find_secret(line)) is not None:
-                found.setdefault(path, []).append(number)
-                kinds.add(kind)
+        unscannable: dict[str, str] = {}
+        for change in evidence.changes:
+            if matching(self.globs, change.path) is None:
+                continue
+            shown = redact_text(change.path)[0]
+            if change.before is None and change.after is not None:
+                name_kinds = {f.kind for f in find_secrets(change.path)} - {UNSCANNED}
+                if name_kinds:
+                    found.setdefault(shown, []).append("its name")
+                    kinds.update(name_kinds)
+            if change.kind == "metadata_change":
+                continue
+            try:
+                after = evidence.after_bytes(change.path)
+                if after is None:
+                    continue
+                before = _before_text(evidence, change.path)
+            except EvidenceGap:
+                unscannable[shown] = "its bytes were not captured"
+                continue
+            if is_binary(after):
+                unscannable[shown] = "it is binary"
+                continue
+            text = after.decode("utf-8", errors="replace")
+            known = {_fingerprint(before, f) for f in find_secrets(before)} if before else set()
+            for finding in find_secrets(text):
+                if finding.kind == UNSCANNED:
+                    unscannable[shown] = "it is too large to scan in full"
+                elif _fingerprint(text, finding) not in known:
+                    found.setdefault(shown, []).append(f"line {_line_of(text, finding.start)}")
+                    kinds.add(finding.kind)
         if found:
-            hits = located(found)
+            hits = [f"{path} ({', '.join(dict.fromkeys(where))})" for path, where in found.items()]
+            what = ", ".join(_with_article(kind) for kind in sorted(kinds))
             return self.verdict(
                 self.action,
                 f"{describe_paths(hits)} {'adds' if len(hits) == 1 else 'add'} what looks like "
-                f"{', '.join(sorted(kinds))}; remove it and reference the secret indirectly (an "
-                "environment variable or secret manager) instead of writing it into files.",
+                f"{what}; remove it and reference the secret indirectly (an environment "
+                "variable or secret manager) instead of writing it into files or names.",
                 paths=list(found),
             )
-        if binary:
+        if unscannable:
+            why = "; ".join(f"{path}: {reason}" for path, reason in unscannable.items())
             return self.verdict(
                 "review",
-                f"{describe_paths(binary)} is binary and cannot be scanned for secrets; "
+                f"{describe_paths(unscannable)} cannot be scanned for secrets ({why}); "
                 "write text files only, or ask a human to review it.",
-                paths=binary,
+                paths=list(unscannable),
             )
         return None
+
+
+# Deprecated: only vsh_ai/llm/_sharing.py still imports these, until it switches to
+# vsh_ai.analysis.redact_text. They are NOT a second detector: nothing here decides.
+BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
+    "an AWS access key id": re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    "a Slack token": re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    "an OpenAI/Anthropic-style API key": re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),
+    "a Stripe key": re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}"),
+    "a JSON web token": re.compile(
+        r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"
+    ),
+}
