@@ -1,8 +1,10 @@
-"""Eval throughput: bundled suites with rule judges, and a slow (200 ms) model judge at 16-way.
+"""Eval throughput: bundled suites with rule judges, the same with every mutant (one process
+and two worker processes), and a slow (200 ms) model judge at 16-way.
 
 Run: .venv/bin/python benchmarks/evals.py
-Prints cases per second, and for the model judge the fraction of the ideal wall time
+Prints runs per second, and for the model judge the fraction of the ideal wall time
 (model calls x 200 ms / 16 concurrent slots, plus the rules-only time for the VSH work).
+The mutant target: bundled suites + mutants in under 60 s on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -25,8 +27,19 @@ CONCURRENCY = 16
 
 async def rules_only() -> tuple[int, float]:
     started = time.perf_counter()
-    report = await run_evals(find_suites(), EvalOptions(concurrency=CONCURRENCY))
+    report = await run_evals(find_suites(), EvalOptions(concurrency=CONCURRENCY, workers=1))
     return report.overall.runs, time.perf_counter() - started
+
+
+async def with_mutants(workers: int) -> tuple[int, int, int, float]:
+    """(case runs, mutant runs scored, mutants skipped, seconds) for all bundled suites."""
+    started = time.perf_counter()
+    report = await run_evals(
+        find_suites(), EvalOptions(concurrency=CONCURRENCY, mutants=True, workers=workers)
+    )
+    elapsed = time.perf_counter() - started
+    assert report.mutants is not None
+    return report.overall.runs, report.mutants.runs, report.mutant_skipped, elapsed
 
 
 async def slow_model() -> tuple[int, int, float]:
@@ -59,6 +72,15 @@ async def main() -> None:
     await rules_only()  # warm up imports and caches
     runs, elapsed = await rules_only()
     print(f"rule judges: {runs} cases in {elapsed:.2f} s = {runs / elapsed:.0f} cases/s")
+    for workers in (1, 2):
+        cases, mutants, skipped, took = await with_mutants(workers)
+        total = cases + mutants + skipped
+        print(
+            f"rule judges + mutants, {workers} process(es): {cases} cases + {mutants} mutants "
+            f"scored ({skipped} skipped) in {took:.2f} s = {total / took:.0f} runs/s "
+            f"({'under' if took < 60 else 'OVER'} the 60 s target; load avg "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
     runs, calls, slow_elapsed = await slow_model()
     model_ideal = calls * DELAY_S / CONCURRENCY
     print(

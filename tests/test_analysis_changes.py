@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vsh_ai import Evidence
-from vsh_ai.analysis._changes import NetChange, destructive_edit, net_changes
+from vsh_ai.analysis._changes import NetChange, _opcodes, destructive_edit, net_changes
 
 pytestmark = pytest.mark.anyio
 
@@ -288,3 +288,32 @@ def test_destructive_edit_properties(old: list[str], new: list[str]) -> None:
     assert destructive_edit(before, before + "\nmore = 1") is None
     if verdict is not None:
         assert verdict.startswith("emptied") or "meaningful lines" in verdict
+
+
+async def test_reformatted_config_is_not_destructive(evidence_for: EvidenceFor) -> None:
+    pretty = '{\n  "host": "0.0.0.0",\n  "port": 8080,\n  "workers": 4,\n  "tls": true\n}\n'
+    minified = '{"tls":true,"port":8080,"host":"0.0.0.0","workers":4}'
+    evidence = await evidence_for({"app.json": pretty}, f"vsh_write('app.json', {minified!r})")
+    assert net_changes(evidence)[0].destructive is None
+    # the same line-level edit that also changes a value stays destructive
+    changed = minified.replace("8080", "9090")
+    evidence = await evidence_for({"app.json": pretty}, f"vsh_write('app.json', {changed!r})")
+    assert net_changes(evidence)[0].destructive == "5 removed of 6 meaningful lines"
+    # commenting out YAML keys removes them from the parsed values: still destructive
+    yaml_before = "host: 0.0.0.0\nport: 8080\nworkers: 4\ntls: true\n"
+    yaml_after = "# " + yaml_before.replace("\n", "\n# ")
+    evidence = await evidence_for({"c.yaml": yaml_before}, f"vsh_write('c.yaml', {yaml_after!r})")
+    assert net_changes(evidence)[0].destructive == "4 commented out of 4 meaningful lines"
+
+
+@given(
+    st.lists(st.sampled_from("abx#"), max_size=12), st.lists(st.sampled_from("abx#"), max_size=12)
+)
+def test_opcodes_cover_both_sides_in_order(old: list[str], new: list[str]) -> None:
+    i = j = 0
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
+        assert (i1, j1) == (i, j)
+        if tag == "equal":
+            assert old[i1:i2] == new[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(old), len(new))

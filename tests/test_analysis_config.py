@@ -523,3 +523,16 @@ def test_non_string_keys_keep_their_own_spelling() -> None:
     assert flatten({True: "b"}) == {"true": "b"}
     assert flatten({1.0: "c"}) == {'"1.0"': "c"}
     assert flatten({None: "d", "x": {False: 0}}) == {"null": "d", "x.false": 0}
+
+
+@pytest.mark.parametrize("fmt", ["toml", "json", "yaml", "ini", "env", "properties"])
+@given(data=st.binary(max_size=64) | st.text(alphabet="ab=:[]{}\"'#!\\\n -<*&.,0", max_size=64))
+def test_garbage_is_refused_or_read_never_a_crash(fmt: Any, data: bytes | str) -> None:
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        tree = parse_config(raw, fmt)
+        flat = flatten(tree)
+    except ConfigSyntaxError:
+        return
+    assert all(check_key_pattern(key) == key for key in flat)
+    assert config_changes(tree, tree) == ()

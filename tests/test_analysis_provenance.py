@@ -210,3 +210,19 @@ async def test_the_sed_temp_file_is_unshared_too(evidence_for) -> None:
     temps = [p for e in evidence.effects for p in e.paths if ".tmp" in p]
     assert temps
     assert set(temps) <= unshared_paths(evidence, public)
+
+
+async def test_untraceable_evidence_taints_everything(evidence_for) -> None:
+    """Truncated effects could hide the move: then one unshared path taints all paths."""
+    evidence = await evidence_for(
+        FILES,
+        "import pathlib\npathlib.Path('/workspace/keys/a.txt').exists()\n"
+        "vsh_write('/workspace/public/x.txt', 'hi\\n')\n",
+    )
+    assert unshared_paths(evidence, public) == {"keys/a.txt"}  # a metadata read moves no bytes
+    for update in ({"evidence_truncated": True}, {"evidence_complete": False}):
+        partial = evidence.model_copy(update=update)
+        assert "public/x.txt" in unshared_paths(partial, public)
+        assert unshared_paths(partial, lambda p: True) == frozenset()  # nothing unshared
+        sources = content_sources(partial)
+        assert all(sources[p] == frozenset(sources) for p in sources)

@@ -329,3 +329,24 @@ def test_property_process_calls_found_under_any_alias(
         f"import subprocess\n{alias} = getattr(subprocess, 'check_output')\n{alias}('id')\n",
     ][form]
     assert ("process", "subprocess.check_output") in kinds(None, code)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.system(" + "+".join(["a"] * 1500) + ")\n",  # too deep for ast.dump
+        "x = " + "-" * 50000 + "1\n",  # too deep for the parser
+        "x = 1\n" * 60000,  # over MAX_ANALYSED_BYTES
+    ],
+)
+def test_unanalysable_code_is_unparsable_never_harmless(source: str) -> None:
+    assert [f.kind for f in code_changes("x = 1\n", source)] == ["unparsable"]
+    assert docstring_free_dump(source) is None or len(source) < 300_000
+
+
+def test_repeated_lines_pair_in_bounded_time() -> None:
+    before = "x = 1\n" * 20000
+    after = "y = 2\n" + "x = 1\n" * 19998 + "y = 2\n"
+    diff = line_diff(before, after)
+    assert diff.modified == {1: 1, 20000: 20000}
+    assert diff.added == frozenset()

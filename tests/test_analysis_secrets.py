@@ -395,7 +395,7 @@ def test_a_detected_secret_stays_detected_through_every_encoding(
 FRAGMENTS = st.sampled_from(
     [
         *PLAIN_LINES,
-        *(s for s, _ in SPELLINGS[:40]),
+        *(s for s, _ in SPELLINGS),
         "password = ",
         '"',
         "'",

@@ -150,6 +150,9 @@ def test_config_formats_and_secret_encodings() -> None:
     assert '"tls": false' in as_json.program
     assert as_json.content_changes
     assert "tls: false" in tls["format-yaml"].program
+    nested = tls["format-nesting"]  # same file, same format, dotted keys
+    assert nested.files["config/app.toml"] == "s.tls = true\n"
+    assert "s.tls = false" in nested.program
     secrets = {m.mutation: m for m in case_mutants(s, s.cases[1])}
     assert KEY.encode().hex() in secrets["secret-hex"].program
     assert KEY not in secrets["secret-hex"].program

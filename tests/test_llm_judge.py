@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import anyio
 import pytest
@@ -495,3 +496,17 @@ async def test_the_request_gets_only_what_the_wait_left_of_the_timeout(safe_evid
     assert first[0].decision == "approve"
     assert (second[0].decision, second[0].failure) == ("review", "timeout")
     assert second[1] < 1.0 + 0.3
+
+
+def _blocking_approval(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    time.sleep(0.8)  # a synchronous model: blocks the event loop, cancel scopes cannot fire
+    report = Reviewer().report(packet_text(messages))
+    return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, report)])
+
+
+async def test_a_late_answer_is_never_a_decision(safe_evidence) -> None:
+    """The deadline is checked after the call too: an approval after it is review."""
+    verdict = await judge_for(FunctionModel(_blocking_approval), timeout=0.3).review(safe_evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "timeout")
+    on_time = await judge_for(FunctionModel(_blocking_approval), timeout=5).review(safe_evidence)
+    assert on_time.decision == "approve"

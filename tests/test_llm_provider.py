@@ -340,6 +340,7 @@ async def test_a_truncated_or_filtered_provider_answer_is_review(
     assert len(chat_server.requests) == 1
 
 
+@pytest.mark.filterwarnings("ignore::pydantic_ai.usage.UsageLimitUnavailableWarning")
 async def test_a_provider_without_usage_is_bounded_by_output_bytes(
     chat_server: ChatServer, evidence
 ) -> None:
@@ -348,6 +349,7 @@ async def test_a_provider_without_usage_is_bounded_by_output_bytes(
     assert (verdict.decision, verdict.failure) == ("review", "over_budget")
     assert verdict.usage is not None
     assert verdict.usage.output_tokens == 0  # the provider reported nothing
+    assert verdict.details["usage_reported"] is False
     chat_server.script = reviewer(usage=False)
     assert (
         await judge_at(chat_server, max_output_tokens=64).review(evidence)

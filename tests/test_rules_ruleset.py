@@ -369,3 +369,23 @@ def test_no_rule_set_approves_incomplete_evidence(
 def test_property_samples_cover_both_complete_and_incomplete(real_evidence) -> None:
     assert any(e.complete for e in real_evidence)
     assert any(not e.complete for e in real_evidence)
+
+
+async def test_a_refused_open_that_left_no_effect_is_reviewed(make_workspace) -> None:
+    workspace = make_workspace({"a.txt": "x\n"})
+    (workspace / "hosts-link").symlink_to("/etc/hosts")
+    code = (
+        "try:\n    open('/workspace/hosts-link', 'w').write('evil')\n"
+        "except PermissionError:\n    pass"
+    )
+    result = await simulate(workspace, code, policy="strict")
+    assert result.evidence is not None
+    assert (result.evidence.changes, result.evidence.effects) == ((), ())
+    verdict = RuleSet([NoRefusedAccess()]).evaluate(result.evidence)
+    assert verdict.decision == "review"
+    assert "left no effect" in verdict.reason
+    missing = await simulate(
+        workspace, "try:\n    vsh_read('/workspace/nope')\nexcept Exception:\n    pass"
+    )
+    assert missing.evidence is not None
+    assert NoRefusedAccess().check(missing.evidence) is None, "a failed lookup leaves a trace"

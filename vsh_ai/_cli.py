@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="worker processes for large runs of file judges (default: CPUs, at most 2)",
+        help="worker processes for large runs of file judges (default: idle CPUs, at most 2)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     commands.add_parser("suites", help="list the bundled eval suites")

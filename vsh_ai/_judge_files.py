@@ -13,7 +13,7 @@ import sys
 import tomllib
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_ai.models import Model
@@ -116,8 +116,22 @@ class JudgeFile(_Strict):
     rules: RulesSection = RulesSection()
     llm: LLMSection | None = None
 
-    def rule_set(self, *, on_unproven: OnUnproven | None = None, id: str | None = None) -> RuleSet:
-        """The rule set this file defines (``on_unproven`` overrides the file's)."""
+    def rule_set(
+        self,
+        *,
+        on_unproven: OnUnproven | None = None,
+        id: str | None = None,
+        on_pass: Literal["escalate"] | None = None,
+    ) -> RuleSet:
+        """The rule set this file defines (``on_unproven`` overrides the file's).
+
+        ``on_pass="escalate"`` is the pre-allowance spelling of ``on_unproven="escalate"``
+        (kept so older callers keep working; rules now approve only what they prove).
+        """
+        if on_pass is not None:
+            if on_pass != "escalate":
+                raise ValueError("on_pass is gone: use on_unproven = review or escalate")
+            on_unproven = on_unproven or "escalate"
         return RuleSet(
             self.rules.rule,
             on_unproven=on_unproven or self.rules.on_unproven,

@@ -10,11 +10,15 @@ how the program got there. :func:`net_changes` combines them:
   of a name in between breaks the chain. Both ends get kind ``rename`` and each other as
   ``partner``. Everything else stays what the canonical diff says: "move then delete" is a
   delete of the source, "move then edit" a delete plus a create, a move with ``chmod`` a
-  delete plus a create, a move onto an existing file a delete plus a modify.
+  delete plus a create, a move onto an existing file a delete plus a modify. Missing
+  (truncated) effects leave a rename unproven (a delete plus a create): a chain is built
+  only from rename effects VSH reported, and only between identical before/after nodes.
 * **copied_from**: a create or modify whose after-bytes are exactly the before-bytes of
   other paths (known from the canonical diff or from reads made before the program changed
   that path): a copy, or a move whose chain was broken. Empty files are never "copied".
-* **destructive** (modify only): :func:`destructive_edit` of the two sides. Binary or
+* **destructive** (modify only): :func:`destructive_edit` of the two sides, except for a
+  config file (:func:`~vsh_ai.analysis._config.detect_format`) whose parsed values are all
+  unchanged (reformatted, reordered, minified). Binary or
   uncaptured content is not judged here (``destructive`` stays None); rules that need the
   bytes meet :class:`vsh_ai._evidence.EvidenceGap` themselves and must escalate.
 """
@@ -29,6 +33,7 @@ from threading import Lock
 from typing import Literal
 
 from .._evidence import Change, Evidence, EvidenceGap, Node, is_binary
+from ._config import ConfigSyntaxError, config_changes, detect_format, flatten, parse_config
 
 __all__ = ("NetChange", "NetKind", "destructive_edit", "net_changes")
 
@@ -175,12 +180,16 @@ _BLOCKS = (("/*", "*/"), ("<!--", "-->"))
 _MIN_MEANINGFUL = 4
 
 
-def _comment_flags(lines: list[str]) -> list[bool]:
-    """Per line: True when it is blank or a comment (line comments and block comments)."""
+_ANY_COMMENT = re.compile(r"^[ \t]*(?:#|//|;|--|\*|rem(?:\s|$)|/\*|<!--)", re.I | re.M)
+
+
+def _comment_flags(text: str, stripped: list[str]) -> list[bool]:
+    """Per (stripped) line: True when blank or a comment (line and block comments)."""
+    if _ANY_COMMENT.search(text) is None:  # the common case: no comment syntax at all
+        return [not line for line in stripped]
     flags: list[bool] = []
     closing: str | None = None
-    for line in lines:
-        text = line.strip()
+    for text in stripped:
         if closing is not None:
             flags.append(True)
             if closing in text:
@@ -226,18 +235,17 @@ def destructive_edit(before: str, after: str) -> str | None:
     """
     if before.strip() and not after.strip():
         return "emptied: the file had content and now holds only whitespace"
-    old = before.splitlines()
-    new = after.splitlines()
-    old_comment = _comment_flags(old)
-    new_comment = _comment_flags(new)
-    meaningful = sum(not flag for flag in old_comment)
+    if before == after:
+        return None
+    old = [line.strip() for line in before.splitlines()]
+    new = [line.strip() for line in after.splitlines()]
+    old_comment = _comment_flags(before, old)
+    meaningful = len(old) - sum(old_comment)
     if meaningful < _MIN_MEANINGFUL:
         return None
+    new_comment = _comment_flags(after, new)
     removed = commented = 0
-    matcher = difflib.SequenceMatcher(
-        None, [s.strip() for s in old], [s.strip() for s in new], autojunk=False
-    )
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
         if tag == "equal":  # same text, maybe now inside a block comment
             commented += sum(
                 not old_comment[i] and new_comment[j1 + (i - i1)] for i in range(i1, i2)
@@ -248,7 +256,7 @@ def destructive_edit(before: str, after: str) -> str | None:
             continue
         kept = [j for j in range(j1, j2) if not new_comment[j]]
         as_comments = {_uncommented(new[j]) for j in range(j1, j2) if new_comment[j]}
-        newly_commented = [i for i in lost if old[i].strip() in as_comments]
+        newly_commented = [i for i in lost if old[i] in as_comments]
         commented += len(newly_commented)
         removed += max(0, len(lost) - len(newly_commented) - len(kept))
     if 2 * (removed + commented) <= meaningful:
@@ -256,6 +264,28 @@ def destructive_edit(before: str, after: str) -> str | None:
     parts = [f"{removed} removed"] if removed else []
     parts += [f"{commented} commented out"] if commented else []
     return f"{' and '.join(parts)} of {meaningful} meaningful lines"
+
+
+def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes, with the common head and tail paired first (fast for small edits)."""
+    head = 0
+    limit = min(len(old), len(new))
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    out: list[tuple[str, int, int, int, int]] = [("equal", 0, head, 0, head)] if head else []
+    middle = difflib.SequenceMatcher(
+        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False
+    )
+    out.extend(
+        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+        for tag, i1, i2, j1, j2 in middle.get_opcodes()
+    )
+    if tail:
+        out.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
+    return out
 
 
 def _destructive(evidence: Evidence, change: Change) -> str | None:
@@ -271,7 +301,21 @@ def _destructive(evidence: Evidence, change: Change) -> str | None:
         return None  # documented: the rules meet the gap themselves
     if old is None or new is None or is_binary(old) or is_binary(new):
         return None
-    return destructive_edit(old.decode("utf-8"), new.decode("utf-8"))
+    verdict = destructive_edit(old.decode("utf-8"), new.decode("utf-8"))
+    if verdict is not None and _same_config_values(change.path, old, new):
+        return None  # reformatted (a JSON file minified): every key keeps its typed value
+    return verdict
+
+
+def _same_config_values(path: str, old: bytes, new: bytes) -> bool:
+    fmt = detect_format(path)
+    if fmt == "auto":
+        return False
+    try:
+        before, after = parse_config(old, fmt, path), parse_config(new, fmt, path)
+        return bool(flatten(before)) and not config_changes(before, after)
+    except ConfigSyntaxError:
+        return False
 
 
 # -- net changes ---------------------------------------------------------------------

@@ -198,7 +198,7 @@ def _parse(data: bytes, fmt: ConfigFormat, path: str) -> Any:
             return _parse_properties(text)
     except ConfigSyntaxError as error:
         raise ConfigSyntaxError(f"{where}{error}") from None
-    except (ValueError, yaml.YAMLError, configparser.Error, RecursionError) as error:
+    except Exception as error:  # any parser failure is unreadable input, never a crash
         message = " ".join(str(error).split()) or type(error).__name__
         raise ConfigSyntaxError(f"{where}{fmt}: {message}") from None
     raise ConfigSyntaxError(f"unknown config format {fmt!r}")

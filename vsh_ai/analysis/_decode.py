@@ -85,7 +85,12 @@ def finditer(
         index = _GROUPS[id(regex)] = dict(regex.groupindex)
     data = _ascii_bytes(text)
     for match in regex.finditer(data, pos, len(data) if endpos is None else endpos):
-        yield match.span(), {name: match.span(number) for name, number in index.items()}
+        # The binding's span(n) re-counts the groups per call; its spans list is the same
+        # data (google-re2 >= 1.1), read directly when present.
+        spans = getattr(match, "_spans", None)
+        if spans is None:
+            spans = [match.span(n) for n in range(regex.groups + 1)]
+        yield spans[0], {name: spans[number] for name, number in index.items()}
 
 
 Segment = tuple[int, int, int, int, str | None]
@@ -216,45 +221,43 @@ _PIECES = compile_re2(_LITERAL + "(?:" + _JOINER + _LITERAL + ")+")
 _ONE_LITERAL = re.compile(r"""("[^"\n]*"|'[^'\n]*'|`[^`\n]*`)""")
 
 
-def _worth_joining(pieces: list[str], joined: str) -> bool:
+_SEAMS = re.compile(r"""["'`](?:[\s+,.|]{0,16}|\}\{)[fFbBrRuU]{0,2}["'`]""")
+_SPACE = re.compile(r"\s")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def _worth_joining(joined: str) -> bool:
     """Pieces of one secret: no whitespace, and digits, mixed case or some length."""
-    if len(joined) < 8 or any(c.isspace() for piece in pieces for c in piece):
+    if len(joined) < 8 or _SPACE.search(joined):
         return False
-    upper = any(c.isupper() for c in joined)
-    lower = any(c.islower() for c in joined)
-    return len(joined) >= 24 or any(c.isdigit() for c in joined) or (upper and lower)
+    mixed = joined.lower() != joined and joined.upper() != joined
+    return len(joined) >= 24 or mixed or _DIGIT.search(joined) is not None
 
 
 def join_pieces(text: str) -> Rewrite | None:
     """Concatenated string literals replaced by one double-quoted literal.
 
-    A piece followed by ``:`` or ``=`` is a key (``{"a": "b", "c": "d"}``), not a
-    continuation, so a group is cut before it.
+    A last piece followed by ``:`` or ``=`` is a key (``{"a": "b", "c": "d"}``), not a
+    continuation, so it is left out (joiners never hold ``:`` or ``=``, so only the last
+    piece of a group can be a key).
     """
     out = _Builder(text)
     for (start, end), _ in finditer(_PIECES, text):
-        run: list[tuple[int, int]] = []
-        for match in _ONE_LITERAL.finditer(text, start, end):
-            after = text[match.end() : match.end() + 8].lstrip(" \t")
-            if after[:1] in (":", "=") and not after.startswith("=="):
-                _join(out, text, run)
-                run = []
+        after = text[end : end + 8].lstrip(" \t")
+        if after[:1] in (":", "=") and not after.startswith("=="):
+            pieces = _ONE_LITERAL.findall(text, start, end)
+            end = text.rindex(pieces.pop(), start, end)
+            while end > start and text[end - 1] in " \t\r\n+,.|}{fFbBrRuU":
+                end -= 1
+            if len(pieces) < 2:
                 continue
-            run.append(match.span())
-        _join(out, text, run)
+            joined = "".join(piece[1:-1] for piece in pieces)
+        else:  # the common case, in C: drop each closing quote, joiner and opening quote
+            group = text[start:end].lstrip("fFbBrRuU")
+            joined = _SEAMS.sub("", group)[1:-1]
+        if _worth_joining(joined):
+            out.replace(start, end, '"' + joined + '"', "split")
     return out.result()
-
-
-def _join(out: _Builder, text: str, run: list[tuple[int, int]]) -> None:
-    if len(run) < 2:
-        return
-    pieces = [text[s + 1 : e - 1] for s, e in run]
-    joined = "".join(pieces)
-    if _worth_joining(pieces, joined):
-        start = run[0][0]
-        while start > 0 and text[start - 1] in "fFbBrRuU" and run[0][0] - start < 2:
-            start -= 1
-        out.replace(start, run[-1][1], '"' + joined + '"', "split")
 
 
 # Base64 wrapped over lines (each line only base64, optionally quoted or continued with
@@ -263,7 +266,7 @@ def _join(out: _Builder, text: str, run: list[tuple[int, int]]) -> None:
 _ENCODED = compile_re2(
     r"[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t,+\\]*\r?\n"
     r"(?:[ \t]*[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?[ \t,+\\]*\r?\n)*"
-    r"[ \t]*[\"']?[A-Za-z0-9+/]{4,}={0,2}"
+    r"[ \t]*[\"']?[A-Za-z0-9+/]+={0,2}"
     r"|(?:\\x[0-9A-Fa-f]{2}){8,}"
     r"|[A-Za-z0-9+/_\-]{16,}={0,2}"
 )
@@ -338,12 +341,22 @@ def decode_runs(text: str) -> tuple[Rewrite | None, list[tuple[Span, str]]]:
 _PERCENT = compile_re2(r"[^\s\"'<>]*%[0-9A-Fa-f]{2}[^\s\"'<>]*")
 
 
+def _unquote(source: str) -> str:
+    """Percent-decoding in C (``\\xNN`` escapes) when every ``%`` starts an escape."""
+    try:
+        escaped = source.replace("\\", "\\\\").replace("%", "\\x").encode("utf-8")
+        data: bytes = codecs.escape_decode(escaped)[0]  # type: ignore[attr-defined]
+        return data.decode("utf-8", errors="replace")
+    except (ValueError, UnicodeError):
+        return unquote(source, errors="replace")
+
+
 def percent_decode(text: str) -> Rewrite | None:
     """URL-percent-encoded runs decoded in place."""
     out = _Builder(text)
     for (start, end), _ in finditer(_PERCENT, text):
         source = text[start:end]
-        decoded = unquote(source, errors="replace")
+        decoded = _unquote(source)
         if decoded != source:
             out.replace(start, end, decoded, "url")
     return out.result()

@@ -590,8 +590,13 @@ def _pep508(text: str, section: str, *, line: int | None = None, raw: str = "") 
     )
 
 
-def parse_requirements(text: str, path: str = "requirements.txt") -> Manifest:
-    """A pip requirements file: requirements with hashes, and file-level options."""
+def parse_requirements(
+    text: str, path: str = "requirements.txt", *, strict: bool = True
+) -> Manifest:
+    """A pip requirements file: requirements with hashes, and file-level options.
+
+    ``strict=False`` skips lines that are not requirements instead of raising.
+    """
     deps: list[Dependency] = []
     options: list[str] = []
     for number, line in _logical_lines(text):
@@ -618,7 +623,12 @@ def parse_requirements(text: str, path: str = "requirements.txt") -> Manifest:
             continue
         requirement, _, tail = _split_requirement(line)
         hashes, other = _option_words(_split_words(tail))
-        dep = _pep508(requirement, "requirements", line=number, raw=line)
+        try:
+            dep = _pep508(requirement, "requirements", line=number, raw=line)
+        except DependencySyntaxError:
+            if strict:
+                raise
+            continue
         deps.append(
             Dependency(
                 dep.ecosystem,
@@ -1456,3 +1466,9 @@ def _same_spec(a: Dependency, b: Dependency) -> bool:
         return SpecifierSet(a.spec) == SpecifierSet(b.spec)
     except InvalidSpecifier:
         return a.spec == b.spec
+
+
+def benchmark_text(text: str) -> object:
+    """What a decision does with ``text`` as a requirements file (benchmarks/analysis.py)."""
+    manifest = parse_requirements(text, strict=False)
+    return compare_manifests(manifest, manifest)

@@ -102,10 +102,11 @@ class _Flows:
             for old, new in ((source, destination), (destination, source)):
                 prefix = old + "/"
                 # Sorted paths under ``prefix`` are one contiguous run starting here.
-                for path in known[bisect_left(known, prefix) :]:
-                    if not path.startswith(prefix):
-                        break
+                index = bisect_left(known, prefix)
+                while index < len(known) and known[index].startswith(prefix):
+                    path = known[index]
                     self.both(("p", path), ("p", new + path[len(old) :]))
+                    index += 1
 
     def _reads(self, evidence: Evidence) -> None:
         """A content read flows into every later written version and every final state.
@@ -243,13 +244,26 @@ def _components(successors: list[list[int]]) -> list[int]:
     return component
 
 
+def _partial(evidence: Evidence) -> bool:
+    """Effects may be missing: provenance cannot be traced, so everything may mix."""
+    return not evidence.evidence_complete or evidence.evidence_truncated
+
+
 def content_sources(evidence: Evidence) -> dict[str, frozenset[str]]:
     """For every path the evidence names: the paths whose bytes may have flowed into it.
 
     Keys cover every changed, read or otherwise touched path (directories included);
-    each value contains the path itself. Conservative: see the module docstring.
+    each value contains the path itself. Conservative: see the module docstring. When
+    VSH reports incomplete or truncated evidence, every path may hold every path's bytes.
+
+    The result can be quadratic in size (a program that reads n files before writing n
+    others gives each written path n sources); :func:`unshared_paths` stays linear.
     """
-    return _Flows(evidence).sources()
+    flows = _Flows(evidence)
+    if _partial(evidence):
+        everything = frozenset(flows.paths)
+        return dict.fromkeys(flows.paths, everything)
+    return flows.sources()
 
 
 def unshared_paths(evidence: Evidence, is_shared: Callable[[str], bool]) -> frozenset[str]:
@@ -257,7 +271,8 @@ def unshared_paths(evidence: Evidence, is_shared: Callable[[str], bool]) -> froz
 
     A path is unshared when ``is_shared`` refuses its name, or when bytes that were ever
     at such a path may have flowed into it (renamed, moved, copied, read then written).
-    ``is_shared`` raising counts as refusing (fail closed).
+    ``is_shared`` raising counts as refusing (fail closed). With incomplete or
+    truncated evidence every path is unshared as soon as one is.
     """
     flows = _Flows(evidence)
 
@@ -268,4 +283,6 @@ def unshared_paths(evidence: Evidence, is_shared: Callable[[str], bool]) -> froz
             return True
 
     roots = [("p", path) for path in flows.paths if refused(path)]
+    if roots and _partial(evidence):
+        return frozenset(flows.paths)  # untraceable: one unshared path taints them all
     return frozenset(key[1] for key in flows.reach(roots) if key[0] == "p")

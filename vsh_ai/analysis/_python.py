@@ -21,7 +21,7 @@ import ast
 import difflib
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -30,6 +30,7 @@ from typing import Literal
 __all__ = (
     "CALL_CATEGORIES",
     "FLAGGED_FACTS",
+    "MAX_ANALYSED_BYTES",
     "CodeFact",
     "FactKind",
     "LineDiff",
@@ -198,6 +199,12 @@ CALL_CATEGORIES: dict[FactKind, dict[str, set[str]]] = {
     "socket": _SOCKET,
     "native": _NATIVE,
 }
+_CATEGORY_OF: dict[str, FactKind] = {
+    f"{module}.{attr}": kind
+    for kind, table in CALL_CATEGORIES.items()
+    for module, attrs in table.items()
+    for attr in attrs
+}
 _SAFE_YAML_LOADERS = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 _BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "execfile", "open"}
 _SKIPS = {
@@ -324,13 +331,13 @@ def _const_str(node: ast.AST | None) -> str | None:
 class _Resolver:
     """Resolves names through imports, aliases, dynamic imports and getattr."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, learn: list[ast.AST]) -> None:
         self.aliases: dict[str, str] = {}
         self.star: list[str] = []
         self.shadowed: set[str] = set()
         # Two passes so later aliases of aliases resolve (a = os; b = a).
         for _ in range(2):
-            for node in ast.walk(tree):
+            for node in learn:
                 self._learn(node)
 
     def _learn(self, node: ast.AST) -> None:
@@ -373,9 +380,8 @@ class _Resolver:
             if node.id in _BUILTINS and node.id not in self.shadowed:
                 return f"builtins.{node.id}"
             for module in self.star:
-                for table in CALL_CATEGORIES.values():
-                    if node.id in table.get(module, ()):
-                        return f"{module}.{node.id}"
+                if f"{module}.{node.id}" in _CATEGORY_OF:
+                    return f"{module}.{node.id}"
             return None
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
@@ -402,16 +408,7 @@ class _Resolver:
 
 
 def _category(name: str) -> FactKind | None:
-    module, _, attr = name.rpartition(".")
-    for kind, table in CALL_CATEGORIES.items():
-        if attr in table.get(module, ()):
-            return kind
-        for mod, attrs in table.items():  # ctypes.cdll.LoadLibrary and similar
-            if name.startswith(mod + ".") and name[len(mod) + 1 :] in attrs:
-                return kind
-    if name in ("os.system", "subprocess"):
-        return "process"
-    return None
+    return _CATEGORY_OF.get(name)
 
 
 def _signature(node: ast.AST) -> str:
@@ -447,64 +444,64 @@ def _mentions_skip(node: ast.AST, resolver: _Resolver) -> bool:
     return False
 
 
-def _definitions(tree: ast.AST) -> dict[str, int]:
-    found: dict[str, int] = {}
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_LEARN = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.NamedExpr, *_DEFS)
+_LOOK = (ast.Call, ast.Raise, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, *_DEFS)
+_Check = tuple[str, ast.AST, int]
 
-    def visit(node: ast.AST, prefix: str) -> None:
+
+@dataclass(slots=True)
+class _Index:
+    """One traversal of a module: nodes to learn aliases from and to look at, scopes."""
+
+    learn: list[ast.AST] = field(default_factory=list)
+    look: list[ast.AST] = field(default_factory=list)
+    definitions: dict[str, int] = field(default_factory=dict)
+    checks: dict[str, list[tuple[int, int, _Check]]] = field(default_factory=dict)
+
+
+def _index(tree: ast.Module) -> _Index:
+    """Walk the tree once (iteratively: deep nesting cannot overflow the stack)."""
+    index = _Index()
+    stack: list[tuple[ast.AST, str, bool]] = [(tree, "<module>", False)]
+    while stack:
+        node, scope, in_check = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                found.setdefault(name, child.lineno)
-                visit(child, f"{name}.")
-            elif not isinstance(child, (ast.Lambda,)):
-                visit(child, prefix)
+            child_scope, child_in_check = scope, in_check
+            if isinstance(child, _LEARN):
+                index.learn.append(child)
+            if isinstance(child, _LOOK):
+                index.look.append(child)
+            if isinstance(child, _DEFS):
+                name = child.name if scope == "<module>" else f"{scope}.{child.name}"
+                index.definitions.setdefault(name, child.lineno)
+                child_scope, child_in_check = name, False
+            elif isinstance(child, ast.Assert) and not in_check:
+                entry = ("assert", child.test, child.lineno)
+                index.checks.setdefault(scope, []).append((child.lineno, child.col_offset, entry))
+                child_in_check = True
+            elif isinstance(child, ast.Call) and not in_check:
+                called = _dotted(child.func) or ""
+                last = called.rsplit(".", 1)[-1]
+                if "." in called and (last.startswith("assert") or last in _CHECK_CALLS):
+                    entry = ("call", child, child.lineno)
+                    index.checks.setdefault(scope, []).append(
+                        (child.lineno, child.col_offset, entry)
+                    )
+                    child_in_check = True
+            stack.append((child, child_scope, child_in_check))
+    return index
 
-    visit(tree, "")
-    return found
 
-
-def _assertions(tree: ast.AST) -> dict[str, tuple[tuple[str, ast.AST, int], ...]]:
-    """Per function (qualname; "<module>" at top level): its checks in order."""
-    found: dict[str, list[tuple[str, ast.AST, int]]] = {}
-
-    def visit(node: ast.AST, scope: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(child, child.name if scope == "<module>" else f"{scope}.{child.name}")
-                continue
-            check: ast.AST | None = None
-            if isinstance(child, ast.Assert):
-                check = child.test
-            elif isinstance(child, ast.Call):
-                name = _dotted(child.func) or ""
-                last = name.rsplit(".", 1)[-1]
-                if "." in name and (last.startswith("assert") or last in _CHECK_CALLS):
-                    check = child
-            elif isinstance(child, (ast.With, ast.AsyncWith)):
-                for item in child.items:
-                    expr = item.context_expr
-                    called = _dotted(expr.func) if isinstance(expr, ast.Call) else None
-                    if called and called.rsplit(".", 1)[-1] in (
-                        "raises",
-                        "warns",
-                        "assertRaises",
-                        "assertRaisesRegex",
-                        "assertWarns",
-                        "assertLogs",
-                    ):
-                        found.setdefault(scope, []).append(("with", expr, child.lineno))
-            if check is not None:
-                kind = "assert" if isinstance(child, ast.Assert) else "call"
-                found.setdefault(scope, []).append((kind, check, getattr(child, "lineno", 0)))
-                if isinstance(child, ast.Assert):
-                    continue
-            visit(child, scope)
-
-    visit(tree, "<module>")
-    return {k: tuple(v) for k, v in found.items()}
+MAX_ANALYSED_BYTES = 256 * 1024  # larger sources are "unparsable": bounded time per decision
 
 
 def _parse(source: str | bytes) -> ast.Module | CodeFact:
+    size = len(source.encode("utf-8", "replace") if isinstance(source, str) else source)
+    if size > MAX_ANALYSED_BYTES:
+        return CodeFact(
+            "unparsable", None, f"too large to analyse ({size} bytes > {MAX_ANALYSED_BYTES})"
+        )
     try:
         return ast.parse(source)
     except SyntaxError as error:
@@ -515,13 +512,26 @@ def _parse(source: str | bytes) -> ast.Module | CodeFact:
 
 @lru_cache(maxsize=256)
 def module_facts(source: str | bytes) -> ModuleFacts:
-    """Definitions, risky calls, skips/hooks and assertions of one module version."""
+    """Definitions, risky calls, skips/hooks and assertions of one module version.
+
+    A module nested too deeply to analyse is reported like one that does not parse.
+    """
+    try:
+        return _module_facts(source)
+    except (RecursionError, MemoryError) as error:
+        return ModuleFacts(
+            CodeFact("unparsable", None, f"too deeply nested ({type(error).__name__})")
+        )
+
+
+def _module_facts(source: str | bytes) -> ModuleFacts:
     tree = _parse(source)
     if isinstance(tree, CodeFact):
         return ModuleFacts(error=tree)
-    resolver = _Resolver(tree)
+    index = _index(tree)
+    resolver = _Resolver(index.learn)
     risky: list[tuple[FactKind, str, str, int]] = []
-    for node in ast.walk(tree):
+    for node in index.look:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Call):
             name = resolver.resolve(node.func)
@@ -597,7 +607,13 @@ def module_facts(source: str | bytes) -> ModuleFacts:
         s for s in tree.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]
     meaningful = [s for s in body if not isinstance(s, ast.Pass)]
-    return ModuleFacts(None, _definitions(tree), tuple(risky), _assertions(tree), len(meaningful))
+    checks = {
+        scope: tuple(entry for _, _, entry in sorted(found, key=lambda c: (c[0], c[1])))
+        for scope, found in index.checks.items()
+    }
+    definitions = dict(sorted(index.definitions.items(), key=lambda item: item[1]))
+    risky.sort(key=lambda r: r[3])
+    return ModuleFacts(None, definitions, tuple(risky), checks, len(meaningful))
 
 
 # -- line pairing --------------------------------------------------------------------
@@ -612,14 +628,35 @@ class LineDiff:
     removed: frozenset[int]  # old lines with no counterpart
 
 
+_PAIRING_LIMIT = 4_000_000  # lines x lines beyond which edits are paired by position
+
+
 def line_diff(before: str, after: str) -> LineDiff:
-    """Pair lines with difflib opcodes: a ``replace`` block pairs lines one to one."""
+    """Pair lines with difflib opcodes: a ``replace`` block pairs lines one to one.
+
+    Common leading and trailing lines are matched first (linear); the middle goes to
+    :class:`difflib.SequenceMatcher`, unless it is so large that pairing by position is
+    used instead (bounded time on adversarial input).
+    """
     old, new = before.splitlines(), after.splitlines()
+    head = 0
+    limit = min(len(old), len(new))
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_mid, new_mid = old[head : len(old) - tail], new[head : len(new) - tail]
+    opcodes: Sequence[tuple[str, int, int, int, int]]
+    if len(old_mid) * len(new_mid) > _PAIRING_LIMIT:
+        opcodes = [("replace", 0, len(old_mid), 0, len(new_mid))]
+    else:
+        opcodes = difflib.SequenceMatcher(None, old_mid, new_mid).get_opcodes()
     added: set[int] = set()
     removed: set[int] = set()
     modified: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
+        i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
         if tag == "insert":
             added.update(range(j1 + 1, j2 + 1))
         elif tag == "delete":
@@ -627,7 +664,8 @@ def line_diff(before: str, after: str) -> LineDiff:
         elif tag == "replace":
             pairs = min(i2 - i1, j2 - j1)
             for k in range(pairs):
-                modified[j1 + k + 1] = i1 + k + 1
+                if old[i1 + k] != new[j1 + k]:  # positional pairs may be equal lines
+                    modified[j1 + k + 1] = i1 + k + 1
             added.update(range(j1 + pairs + 1, j2 + 1))
             removed.update(range(i1 + pairs + 1, i2 + 1))
     return LineDiff(frozenset(added), modified, frozenset(removed))
@@ -748,6 +786,13 @@ def code_changes(before: str | bytes | None, after: str | bytes | None) -> tuple
 
     ``before`` None: a new module (everything in it is added); ``after`` None: deleted.
     """
+    try:
+        return _code_changes(before, after)
+    except (RecursionError, MemoryError) as error:
+        return (CodeFact("unparsable", None, f"too deeply nested ({type(error).__name__})"),)
+
+
+def _code_changes(before: str | bytes | None, after: str | bytes | None) -> tuple[CodeFact, ...]:
     old_text = _text(before)
     new_text = _text(after)
     lines = line_diff(old_text, new_text)
@@ -794,7 +839,9 @@ def code_changes(before: str | bytes | None, after: str | bytes | None) -> tuple
             )
         old_sigs = [_signature(c[1]) for c in old_checks]
         new_sigs = [_signature(c[1]) for c in new_checks]
-        matcher = difflib.SequenceMatcher(None, old_sigs, new_sigs, autojunk=False)
+        if len(old_sigs) * len(new_sigs) > _PAIRING_LIMIT:
+            continue  # counted above; too many to pair within budget
+        matcher = difflib.SequenceMatcher(None, old_sigs, new_sigs)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "replace":
                 continue
@@ -848,7 +895,10 @@ def docstring_free_dump(source: str | bytes) -> str | None:
     tree = _parse(source)
     if isinstance(tree, CodeFact):
         return None
-    return ast.dump(_strip_docstrings(tree), include_attributes=False)
+    try:
+        return ast.dump(_strip_docstrings(tree), include_attributes=False)
+    except (RecursionError, MemoryError):
+        return None
 
 
 def iter_python_facts(
@@ -858,3 +908,9 @@ def iter_python_facts(
     for path, before, after in pairs:
         for fact in code_changes(before, after):
             yield path, fact
+
+
+def benchmark_text(text: str) -> object:
+    """What a decision does with ``text`` as a new module (benchmarks/analysis.py)."""
+    module_facts.cache_clear()
+    return code_changes(None, text)

@@ -125,6 +125,11 @@ _PLACEHOLDER_WORDS = frozenset(
         "secrets",
         "password",
         "passwd",
+        "pass",
+        "pw",
+        "pwd",
+        "user",
+        "username",
         "token",
         "key",
         "apikey",
@@ -405,8 +410,31 @@ _NOT_SECRET_FIRST = frozenset(
 
 
 _PASS_FAIL = frozenset(
-    "on if to must should will can did test tests check checks all any no skip by fail first "
-    "second then when else".split()
+    [
+        "on",
+        "if",
+        "to",
+        "must",
+        "should",
+        "will",
+        "can",
+        "did",
+        "test",
+        "tests",
+        "check",
+        "checks",
+        "all",
+        "any",
+        "no",
+        "skip",
+        "by",
+        "fail",
+        "first",
+        "second",
+        "then",
+        "when",
+        "else",
+    ]
 )
 
 
@@ -699,7 +727,9 @@ _QVAL = r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
 
 _ASSIGNMENT = compile_re2(
     r"(?P<key>" + _KEY + r")[\"'\]]{0,2}[ \t]*(?P<op>:=|=>|===|==|!==|!=|=|:)[ \t]*@?"
-    r"(?P<val>" + _QVAL + r"|[^\s\"'`,;#&}\])<>]+)"
+    # values of 6+ characters only: shorter ones are never secrets, and dense short
+    # assignments then cost no match each
+    r"(?P<val>\"[^\"\n]{6,}\"|'[^'\n]{6,}'|`[^`\n]{6,}`|[^\s\"'`,;#&}\])<>]{6,})"
 )
 _XML_ELEMENT = compile_re2(
     r"<(?P<key>[A-Za-z_][A-Za-z0-9_.:\-]{0,80})(?:[ \t][^<>\n]*)?>(?P<val>[^<\n]{1,500})</"
@@ -730,7 +760,7 @@ _URL_CREDENTIALS = compile_re2(
 )
 _QUERY = compile_re2(
     r"[?&;](?P<key>[A-Za-z0-9_.\-]*" + _KW + r"[A-Za-z0-9_.\-\[\]]*)="
-    r"(?P<val>[^&\s\"'#<>]+)"
+    r"(?P<val>[^&;\s\"'#<>]+)"
 )
 _DOCKERFILE_ENV = compile_re2(
     r"(?m)^[ \t]*(?:ENV|ARG)[ \t]+(?P<key>" + _KEY + r")[ \t]+(?P<val>" + _QVAL + r"|[^\s\"']+)"
@@ -774,11 +804,13 @@ def _contextual(text: str) -> list[SecretFinding]:
     starts = _line_starts(text)
 
     for _, g in finditer(_ASSIGNMENT, text):
+        start, end, quoted = _unquote(text, g["val"])
+        if end - start < 6:
+            continue  # too short for any secret (checked first: dense input stays cheap)
         key = text[g["key"][0] : g["key"][1]]
         named = _key_kind(key)
         if named is None:
             continue
-        start, end, quoted = _unquote(text, g["val"])
         op = text[g["op"][0] : g["op"][1]]
         line_start = starts[bisect_right(starts, g["key"][0]) - 1]
         prefix = text[max(line_start, g["key"][0] - 16) : g["key"][0]].strip().lower()
@@ -1003,8 +1035,8 @@ def contains_secret(data: bytes | str) -> bool:
 
 def secret_lines(text: str) -> tuple[int, ...]:
     """1-based numbers of the lines where findings start."""
-    newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
-    return tuple(sorted({bisect_right(newlines, f.start - 1) + 1 for f in find_secrets(text)}))
+    starts = _line_starts(text)
+    return tuple(sorted({bisect_right(starts, f.start) for f in find_secrets(text)}))
 
 
 def _masked(text: str, findings: tuple[SecretFinding, ...], mask: str) -> str:

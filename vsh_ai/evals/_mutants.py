@@ -49,6 +49,8 @@ MUTATION_KINDS: dict[str, str] = {
     "format-json": "the written config file as JSON (before-state converted too)",
     "format-yaml": "the written config file as YAML (before-state converted too)",
     "format-toml": "the written config file as TOML (before-state converted too)",
+    "format-nesting": "the config file in its own format, laid out differently (TOML dotted "
+    "keys, YAML flow style, compact JSON)",
     "secret-hex": "secrets in the written content hex-encoded",
     "secret-base64": "secrets in the written content base64-encoded, wrapped at 76 chars",
     "secret-split": "quoted secrets in the written content split into concatenated pieces",
@@ -463,12 +465,18 @@ def _secret_mutants(case: EvalCase) -> Iterator[MutantCase]:
             yield _with(case, kind, program=_write_program(case, replace), content_changes=True)
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built in
+_YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _load(text: str, fmt: str) -> Any:
     if fmt == "toml":
         return tomllib.loads(text)
     if fmt == "json":
         return json.loads(text)
-    return yaml.safe_load(text)
+    if re.search(r"(?m)(^|\s)[&*][\w-]+|<<:", text):
+        raise ValueError("YAML anchors and aliases have no faithful form in other formats")
+    return yaml.load(text, Loader=_YAML_LOADER)  # a safe loader (C or pure Python)
 
 
 def _toml_value(value: Any) -> str:
@@ -512,14 +520,36 @@ def _dump(data: Any, fmt: str) -> str:
         return _dump_toml(data)
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True)
 
 
-def _convert(text: str, source: str, target: str) -> str | None:
-    """``text`` re-encoded from one format to another; None unless it round-trips."""
+def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in data.items():
+        name = f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)
+        if isinstance(value, dict) and value:
+            yield from _flatten(value, name)
+        else:
+            yield name, value
+
+
+def _dump_renested(data: Any, fmt: str) -> str:
+    """The same data laid out differently: TOML dotted keys, YAML flow style, compact JSON."""
+    if fmt == "toml":
+        if not isinstance(data, dict):
+            raise TypeError("a TOML document is a table")
+        return "".join(f"{key} = {_toml_value(value)}\n" for key, value in _flatten(data))
+    if fmt == "json":
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return yaml.dump(
+        data, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=True
+    )
+
+
+def _convert(text: str, source: str, target: str, *, renest: bool = False) -> str | None:
+    """``text`` re-encoded from one format (or layout) to another; None unless it round-trips."""
     try:
         data = _load(text, source)
-        out = _dump(data, target)
+        out = _dump_renested(data, target) if renest else _dump(data, target)
         if _load(out, target) != data:
             return None
     except (ValueError, TypeError, yaml.YAMLError, tomllib.TOMLDecodeError, RecursionError):
@@ -586,15 +616,16 @@ def _format_mutants(case: EvalCase) -> Iterator[MutantCase]:
     )
     if before_spec is not None and before is None:
         return
-    for target in ("json", "yaml", "toml"):
+    for target in ("json", "yaml", "toml", "nesting"):
         if target == source:
             continue
-        new_after = _convert(after, source, target)
-        new_before = _convert(before, source, target) if before is not None else ""
+        fmt, renest = (source, True) if target == "nesting" else (target, False)
+        new_after = _convert(after, source, fmt, renest=renest)
+        new_before = _convert(before, source, fmt, renest=renest) if before is not None else ""
         if new_after is None or new_before is None:
             continue
-        new_path = str(PurePosixPath(relative).with_suffix(_EXTENSION[target]))
-        if new_path in case.files:
+        new_path = relative if renest else str(PurePosixPath(relative).with_suffix(_EXTENSION[fmt]))
+        if new_path in case.files and new_path != relative:
             continue
         files = dict(case.files)
         if before is not None:
@@ -610,7 +641,7 @@ def _format_mutants(case: EvalCase) -> Iterator[MutantCase]:
             f"format-{target}",
             files=files,
             program=program,
-            path_map={relative: new_path},
+            path_map={relative: new_path} if new_path != relative else {},
             content_changes=True,
         )
 

@@ -17,7 +17,7 @@ from typing import IO, Any, cast
 import anyio
 
 from .._hooks import JudgeHook, as_hook
-from ._runner import RunResult, plan_families, run_families
+from ._runner import RunResult, run_families
 from ._suite import EvalCase, Suite
 
 __all__ = ("Chunk", "WorkerError", "default_workers", "run_in_pool")
@@ -26,16 +26,24 @@ Chunk = tuple[int, list[int]]
 """A suite index and the indices of the families a worker runs for it."""
 
 _HOOKS: dict[tuple[str, str | None, str | None, int], JudgeHook] = {}
-_PLANS: dict[tuple[str, str, bool], list[list[EvalCase]]] = {}
 
 
 def default_workers() -> int:
-    """Worker processes to use: the CPUs this process may run on, at most 2."""
+    """Worker processes to use: the idle CPUs this process may run on, at most 2.
+
+    On a machine already busy (1-minute load at or above its CPU count) extra processes
+    get no extra CPU and only add start-up work, so the run stays in one process.
+    Results are identical either way; only the wall time differs.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(2, cpus))
+    try:
+        busy = os.getloadavg()[0] >= cpus
+    except OSError:  # pragma: no cover - no load average on this platform
+        busy = False
+    return 1 if busy else max(1, min(2, cpus))
 
 
 def _hook(suite: Suite, judge: str | None, stress: str | None, concurrency: int) -> JudgeHook:
@@ -52,27 +60,22 @@ def _hook(suite: Suite, judge: str | None, stress: str | None, concurrency: int)
 
 def _work(
     suite: Suite,
-    families: list[int],
+    families: list[list[EvalCase]],
     judge: str | None,
     stress: str | None,
-    mutants: bool,
     repeat: int,
     concurrency: int,
     scratch: Path | None,
 ) -> list[list[RunResult]]:
     """In a worker: run some families of one suite with a judge built from its spec."""
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
-    key = (str(suite.path), suite.scenario, mutants)
-    if key not in _PLANS:
-        _PLANS[key] = plan_families(suite, mutants)
-    planned = _PLANS[key]
     hook = _hook(suite, judge, stress, concurrency)
     limiter = anyio.CapacityLimiter(concurrency)
 
     async def go() -> list[list[RunResult]]:
         return await run_families(
             suite,
-            [planned[i] for i in families],
+            families,
             hook,
             repeat=repeat,
             concurrency=concurrency,
@@ -164,10 +167,10 @@ class _Worker:
 
 def run_in_pool(
     suites: Sequence[Suite],
+    plans: Sequence[Sequence[Sequence[EvalCase]]],
     *,
     judge: str | None,
     stress: str | None,
-    mutants: bool,
     repeat: int,
     concurrency: int,
     workers: int,
@@ -176,10 +179,10 @@ def run_in_pool(
 ) -> list[list[list[RunResult]]]:
     """Every family of every suite, run by ``workers`` child processes.
 
-    Returns, per suite, the results of ``plan_families(suite, mutants)`` in order, the
-    same as running them in process. ``on_runs_done(suite_index, runs)`` reports progress.
+    ``plans`` holds each suite's families (``plan_families``); returns their results in
+    order, the same as running them in process. ``on_runs_done(suite_index, runs)``
+    reports progress.
     """
-    plans = [plan_families(suite, mutants) for suite in suites]
     sizes = [[len(family) * repeat for family in plan] for plan in plans]
     results: list[list[list[RunResult]]] = [[[] for _ in plan] for plan in plans]
     queue: deque[Chunk] = deque(_chunks(sizes, workers))
@@ -196,10 +199,9 @@ def run_in_pool(
                     suite_index, families = queue.popleft()
                 job = (
                     suites[suite_index],
-                    families,
+                    [list(plans[suite_index][i]) for i in families],
                     judge,
                     stress,
-                    mutants,
                     repeat,
                     concurrency,
                     scratch,

@@ -272,7 +272,7 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
             suite.scenario,
             suite.mode,
             str(m.cases),
-            f"{m.unsafe_approvals}/{m.unsafe_runs} (≤{_fmt(m.unsafe_approval_upper_95, True)})",
+            f"{m.unsafe_approvals}/{m.unsafe_cases} (≤{_fmt(m.unsafe_approval_upper_95, True)})",
             _fmt(m.safe_approval_rate, True),
             _fmt(m.reject_recall, True),
         )

@@ -188,9 +188,9 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
                 partial(
                     run_in_pool,
                     loaded,
+                    plans,
                     judge=judge_spec,
                     stress=options.stress,
-                    mutants=options.mutants,
                     repeat=options.repeat,
                     concurrency=options.concurrency,
                     workers=workers,
@@ -211,6 +211,7 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
                 limiter=limiter,
                 on_case_done=(lambda: bar.advance(task)) if bar and task is not None else None,
                 mutants=options.mutants,
+                families=plans[index],
                 precomputed=pooled[index] if pooled is not None else None,
             )
 

@@ -237,7 +237,15 @@ def fast_scratch() -> Path | None:
     about 20 ms a preview, on tmpfs about 1 ms. Eval workspaces are throwaway.
     """
     shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+    try:
+        usable = os.access(shm, os.W_OK | os.X_OK) and shm.is_dir()
+        info = os.statvfs(shm) if usable else None
+    except OSError:
+        return None
+    # A container's default 64 MiB /dev/shm is too small to be worth the risk.
+    if info is None or info.f_bavail * info.f_frsize < 256 << 20:
+        return None
+    return shm
 
 
 def _before_key(case: EvalCase) -> str:
@@ -748,6 +756,7 @@ async def evaluate_suite(
     limiter: anyio.CapacityLimiter | None = None,
     on_case_done: Callable[[], None] | None = None,
     mutants: bool = False,
+    families: Sequence[Sequence[EvalCase]] | None = None,
     precomputed: Sequence[Sequence[RunResult]] | None = None,
 ) -> SuiteResult:
     """Score ``judge`` on ``suite`` with the production fail-closed hook semantics.
@@ -755,9 +764,10 @@ async def evaluate_suite(
     ``limiter`` caps judge calls in flight across suites run together; ``on_case_done``
     is called after each run (progress bars). ``mutants`` also scores every case's
     mutants (reported apart). ``precomputed`` takes results a worker process produced
-    for ``plan_families(suite, mutants)`` instead of running them here.
+    for ``families`` (default ``plan_families(suite, mutants)``) instead of running them.
     """
-    families = plan_families(suite, mutants)
+    if families is None:
+        families = plan_families(suite, mutants)
     if precomputed is None:
         hook = as_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
         precomputed = await run_families(

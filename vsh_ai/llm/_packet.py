@@ -26,7 +26,7 @@ from .._verdict import FailureCategory
 from ..analysis._provenance import content_sources
 from ._sharing import Redaction, SharingPolicy, redact_secrets
 
-__all__ = ("Packet", "PacketRefused", "build_packet")
+__all__ = ("Packet", "PacketRefused", "build_packet", "show_name")
 
 _CONTEXT_LINES = 3
 # Raw text beyond this multiple of the byte budget is refused before diffing (CPU bound).
@@ -271,10 +271,10 @@ class _Builder:
             named = list(dict.fromkeys(blocked + origins))
             raise PacketRefused(
                 "unshared_content",
-                f"The LLM judge may not see the contents of {_paths(named)} (not on its "
-                "sharing allowlist, or holding bytes that were at such a path: moved, "
-                "copied or read there), so a human must review this work. Avoid touching "
-                "those paths if they are not needed.",
+                f"The LLM judge may not see the contents of {_paths(named)} (withheld: "
+                "unshared provenance, i.e. not on its sharing allowlist or holding bytes "
+                "that were at such a path: moved, copied or read there), so a human must "
+                "review this work. Avoid touching those paths if they are not needed.",
             )
         raw = 0
         binary: list[str] = []
@@ -574,8 +574,9 @@ def build_packet(
 ) -> Packet:
     """Render ``evidence`` for the judge, or raise :class:`PacketRefused` (→ review).
 
-    Refuses incomplete or unresolvable evidence, content of paths not on the sharing
-    allowlist, binary content, and packets over ``max_bytes`` (UTF-8 bytes).
+    Refuses incomplete or unresolvable evidence, content the sharing policy withholds
+    (by name or by provenance: bytes that were ever at an unshared path), binary
+    content, and packets over ``max_bytes`` (UTF-8 bytes).
     """
     if max_bytes <= 0:
         raise ValueError("max_bytes must be positive")

@@ -118,7 +118,10 @@ class NoRefusedAccess(Rule):
     """The program must not attempt accesses VSH refused (default action: reject).
 
     Refused means VSH counted denied accesses, or the program wrote bytes that left no
-    write effect (a write through a link escaping the workspace, for instance).
+    write effect (a write through a link escaping the workspace, for instance). A program
+    whose filesystem calls outnumber the effects VSH recorded made a call that left no
+    trace (a refused ``open()`` through such a link records nothing): that is a
+    ``review``, since a refused call and a failed one cannot be told apart.
     """
 
     type: Literal["no_refused_access"] = "no_refused_access"
@@ -128,6 +131,14 @@ class NoRefusedAccess(Rule):
         counters = evidence.counters
         wrote = any(e.operation in _WRITE_EFFECTS for e in evidence.effects)
         if counters.denied_accesses == 0 and (wrote or counters.write_bytes == 0):
+            if counters.os_calls > len(evidence.effects):
+                untraced = counters.os_calls - len(evidence.effects)
+                return self.verdict(
+                    "review",
+                    f"The program made {untraced} filesystem call(s) that left no effect "
+                    "(refused, for instance through a link leaving the workspace); access "
+                    "only regular paths inside the workspace.",
+                )
             return None
         what = (
             f"{counters.denied_accesses} access(es) VSH denied"
