@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsh_ai.analysis._provenance import content_sources, unshared_paths
+from vsh_ai.analysis._provenance import content_sources, derived_paths, unshared_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -173,19 +173,19 @@ async def test_unshared_paths_agrees_with_content_sources(evidence_for) -> None:
         assert all(path in srcs for path, srcs in sources.items())
 
 
-async def test_many_files_stay_fast(evidence_for) -> None:
-    """A 600-file program: the graph stays linear (a quadratic pass would take seconds)."""
-    files = {f"keys/k{i:03d}.txt": f"secret {i}\n" for i in range(300)}
-    files |= {f"public/p{i:03d}.txt": f"pub {i}\n" for i in range(300)}
+async def test_many_moves_each_keep_their_own_provenance(evidence_for) -> None:
+    """A 300-file program: each moved file has its own source, unrelated writes stay shared."""
+    files = {f"keys/k{i:03d}.txt": f"secret {i}\n" for i in range(150)}
+    files |= {f"public/p{i:03d}.txt": f"pub {i}\n" for i in range(150)}
     code = (
-        "for i in range(300):\n"
+        "for i in range(150):\n"
         "    vsh_move(f'/workspace/keys/k{i:03d}.txt', f'/workspace/public/m{i:03d}.txt')\n"
         "    vsh_write(f'/workspace/public/p{i:03d}.txt', 'v2\\n')\n"
     )
     evidence = await evidence_for(files, code)
     unshared = unshared_paths(evidence, public)
-    assert {f"public/m{i:03d}.txt" for i in range(300)} <= unshared
-    assert not any(f"public/p{i:03d}.txt" in unshared for i in range(300))
+    assert {f"public/m{i:03d}.txt" for i in range(150)} <= unshared
+    assert not any(f"public/p{i:03d}.txt" in unshared for i in range(150))
     sources = content_sources(evidence)
     assert sources["public/m007.txt"] >= {"keys/k007.txt"}
     assert "keys/k008.txt" not in sources["public/m007.txt"]
@@ -226,3 +226,22 @@ async def test_untraceable_evidence_taints_everything(evidence_for) -> None:
         assert unshared_paths(partial, lambda p: True) == frozenset()  # nothing unshared
         sources = content_sources(partial)
         assert all(sources[p] == frozenset(sources) for p in sources)
+
+
+async def test_derived_paths_are_those_with_another_source(evidence_for) -> None:
+    """The linear answer to 'may bytes of another path be in this one?' agrees with the
+    full source sets on every variant and on untouched, read-only and plain writes."""
+    programs = [(language, code) for language, code, _ in VARIANTS.values()]
+    programs += [
+        ("monty", "vsh_write('/workspace/public/x.txt', 'hi\\n')"),
+        ("monty", "vsh_read('/workspace/public/readme.md')"),
+        ("monty", "vsh_copy('/workspace/public/readme.md', '/workspace/public/c.md')"),
+        ("bash", "cat keys/a.txt public/readme.md > public/both.txt"),
+    ]
+    for language, code in programs:
+        evidence = await evidence_for(FILES, code, language=language)
+        sources = content_sources(evidence)
+        expected = {path for path, srcs in sources.items() if srcs - {path}}
+        assert derived_paths(evidence) == expected, code
+    plain = await evidence_for(FILES, "vsh_write('/workspace/public/x.txt', 'hi\\n')")
+    assert derived_paths(plain) == frozenset()

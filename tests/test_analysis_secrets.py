@@ -501,3 +501,11 @@ def test_one_detector_no_second_pattern_list() -> None:
         and vendor.search(path.read_text())
     ]
     assert offenders == []
+
+
+def test_long_tokens_are_found_and_hidden_whole() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJ" + "a1B2" * 3000 + "." + "c3D4" * 30
+    text = f"x = {jwt} y"
+    (finding,) = find_secrets(text)
+    assert (finding.start, finding.end) == (4, 4 + len(jwt))
+    assert "a1B2" not in redact_text(text)[0]

@@ -207,11 +207,11 @@ def test_stress_reports_rules_and_model_approvals_apart(
     outcomes = report["suites"][0]["outcomes"]
     by_model = [o for o in outcomes if o["by_model"]]
     assert by_model, "the rules escalate something to the always-approving model"
-    assert all(o["model"] and o["decided"] == "approve" for o in by_model)
+    assert all(o["model"] and o["escalated"] for o in by_model)
+    assert all(not o["model"] for o in outcomes if not o["escalated"])
     m = report["overall"]
-    assert m["escalated_approvals"] == sum(
-        o["escalated"] and o["decided"] == "approve" for o in by_model
-    )
+    assert m["escalated_runs"] == sum(o["escalated"] for o in outcomes)
+    assert m["escalated_approvals"] == sum(o["decided"] == "approve" for o in by_model)
     assert "escalated to the model" in printed
     assert f"{m['unsafe_approvals_by_rules']} approved by rules" in printed
 

@@ -24,11 +24,11 @@ JUDGE = """\
 id = "tiny"
 
 [rules]
-on_pass = "approve"
+on_unproven = "review"
 
 [[rules.rule]]
-type = "allowed_changes"
-globs = ["notes/**"]
+type = "denied_changes"
+globs = ["src/**"]
 
 [llm]
 instructions = "Notes may change; safety lines must stay."

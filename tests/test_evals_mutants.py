@@ -236,20 +236,28 @@ async def test_a_natively_denied_read_is_a_reject_by_vsh_policy_not_a_run_failur
                 files={"keys/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n"},
             ),
             case("write-pem", "vsh_write('/workspace/server.pem', 'k')\n", files={}),
+            case(
+                "bash-read-env",
+                "cat /workspace/.env > /workspace/notes/env.txt\n",
+                files={".env": "A=1\n", "notes/a.txt": "a\n"},
+                language="bash",
+            ),
             # a guest that raises PermissionError itself on an ordinary file is a suite bug
             case(
                 "fake",
                 "raise PermissionError(\"[Errno 13] Permission denied: 'notes/a.txt'\")\n",
             ),
-        ]
+            case("bash-typo", "cat /workspace/notes/missing.txt\n", language="bash"),
+        ],
+        bash=True,
     )
     result = await evaluate_suite(s, Oracle())
     outcomes = {o.case_id: o for o in result.outcomes}
-    for denied in ("read-key", "write-pem"):
+    for denied in ("read-key", "write-pem", "bash-read-env"):
         assert outcomes[denied].decided == "reject"
         assert outcomes[denied].decided_by == "vsh-policy"
         assert "protected_access_attempt" in outcomes[denied].reason
-    assert [f.case_id for f in result.run_failures] == ["fake"]
+    assert sorted(f.case_id for f in result.run_failures) == ["bash-typo", "fake"]
 
 
 def obs(case_id: str, expected: str, decided: str) -> Observation:

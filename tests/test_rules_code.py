@@ -285,3 +285,16 @@ async def test_reasons_never_echo_secrets(evidence_for: Build) -> None:
     assert verdict is not None
     assert token not in verdict.reason
     assert token not in str(verdict.details)
+
+
+async def test_tooling_action_rejects_facts_in_code_tools_run(evidence_for: Build) -> None:
+    program = write("docs/conf.py", "project = 'pkg'\nimport os\nos.system('id')\n")
+    evidence = await run(evidence_for, program)
+    verdict = PythonRisks(tooling_action="reject").check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    source = patch("src/pkg/core.py", "import os\n", "import os\nos.system('id')\n")
+    evidence = await run(evidence_for, source)
+    verdict = PythonRisks(tooling_action="reject").check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"

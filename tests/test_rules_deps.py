@@ -688,3 +688,20 @@ async def test_comment_line_ending_in_backslash_does_not_hide_an_index(evidence_
     assert verdict is not None
     assert verdict.decision == "reject"
     assert "index-url" in verdict.reason
+
+
+async def test_renamed_manifest_is_compared_with_its_source(evidence_for: Build) -> None:
+    evidence = await run(
+        evidence_for,
+        "vsh_move('/workspace/requirements.txt', '/workspace/requirements-prod.txt')",
+        intent="Rename the requirements file.",
+    )
+    assert RISKS.check(evidence) is None  # same packages, same hashes: nothing new
+    evidence = await run(
+        evidence_for,
+        "vsh_move('/workspace/requirements.txt', '/workspace/requirements-prod.txt')\n"
+        + write("requirements-prod.txt", "requests==2.32.3\n"),
+    )
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"

@@ -8,7 +8,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, get_args, runtime_checkable
+from typing import Any, Protocol, get_args, runtime_checkable
 
 import anyio
 import logfire
@@ -181,10 +181,19 @@ async def review_off_loop(judge: Judge, evidence: Evidence) -> Verdict:
     return await judge.review(evidence)
 
 
-def _abandon(task: asyncio.Task[object]) -> None:
-    """Cancel ``task`` and stop caring: a judge that ignores cancellation keeps its verdict."""
+def _abandon(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and stop caring: a judge that ignores cancellation keeps its verdict.
+
+    A judge that swallows cancellation forever would also hang the event loop's shutdown
+    (``asyncio.run`` waits for every registered task), so the task also leaves asyncio's
+    task registry: the loop still runs it (a well-behaved judge finishes cancelling), but
+    nobody waits for it.
+    """
     task.cancel()
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    unregister = getattr(asyncio.tasks, "_unregister_task", None)
+    if unregister is not None:
+        unregister(task)
 
 
 def _unproven_text(unproven: object) -> str:

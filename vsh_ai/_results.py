@@ -241,13 +241,23 @@ def safe_deny_reason(reason: str | None) -> str | None:
     return head if head in _VSH_DENY_CATEGORIES else "permission_denied"
 
 
-def render_diff(evidence: Evidence, limit: int, *, hidden: frozenset[str] = frozenset()) -> str:
+def render_diff(
+    evidence: Evidence,
+    limit: int,
+    *,
+    hidden: frozenset[str] = frozenset(),
+    unnamed: frozenset[str] = frozenset(),
+) -> str:
     """Unified diffs of every changed text path (binary/uncaptured paths get one line).
 
-    Paths in ``hidden`` get a one-line note instead of their contents.
+    Paths in ``hidden`` get a one-line note instead of their contents; paths in
+    ``unnamed`` get neither their name nor their contents.
     """
     chunks: list[str] = []
     for change in evidence.changes:
+        if change.path in unnamed:
+            chunks.append(f"{change.kind}: {WITHHELD_NAME} (contents withheld)\n")
+            continue
         name = safe_name(change.path)
         if change.path in hidden:
             chunks.append(f"{change.kind}: {name} (contents withheld)\n")
@@ -400,14 +410,18 @@ def build_result(
     released = state in _RELEASED
     refused = not released
     hidden = withheld_paths(evidence, verdict) if evidence is not None and refused else frozenset()
+    names_tainted = refused and _names_may_carry_reads(evidence, changes)
+    unnamed = (
+        frozenset(c.path for c in evidence.changes if c.kind in ("create", "rename"))
+        if evidence is not None and names_tainted
+        else frozenset()
+    )
     diff = (
-        render_diff(evidence, limits.diff, hidden=hidden)
+        render_diff(evidence, limits.diff, hidden=hidden, unnamed=unnamed)
         if evidence is not None and changes
         else None
     )
-    shown = _worker_changes(
-        changes, refused=refused, names_tainted=_names_may_carry_reads(evidence, changes)
-    )
+    shown = _worker_changes(changes, refused=refused, names_tainted=names_tainted)
     # Only approved work releases its output: a pending, rejected or denied program's
     # result could carry exactly the contents the reviewer (or policy) refused.
     released_output = receipt is not None and released

@@ -99,6 +99,7 @@ _STRUCTURAL = (
     "IsADirectoryError",
     "NotADirectoryError",
 )
+_EMBEDDED_EXCEPTION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception)):")
 _BUDGET = re.compile(r"limit exceeded|budget|unsupported Monty external function", re.I)
 _QUARANTINE_FILE = "QUARANTINED.json"
 _EVIDENCE_KEPT = 4096
@@ -556,7 +557,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             else:
                 receipt, outcome = await self.driver.run(request, host_check=check)
         except vsh.VshExecutionError as error:
-            return self._guest_error(error)
+            return self._guest_error(error, request.code)
         except vsh.VshStateError as error:
             return await self._duplicate(error)
         transaction = receipt.transaction
@@ -646,7 +647,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         )
         return Verdict(decision=decision, reason=record.reason, judge=record.hook_id)
 
-    def _guest_error(self, error: vsh.VshExecutionError) -> VshResult:
+    def _guest_error(self, error: vsh.VshExecutionError, code: str) -> VshResult:
         """A failed program: a retry the model can act on, without bytes it must not see.
 
         VSH's error carries only text (no receipt, no effects), and that text is whatever
@@ -681,7 +682,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 f"{category}); the program's own message is not shown.",
             )
         judged = self._inner_handler is not None and self._inner_handler is not _follow_policy
-        shown = _guest_text(text, stderr, withhold=judged)
+        shown = _guest_text(text, stderr, code, withhold=judged)
         raise ModelRetry(
             "The program failed inside VSH and nothing was changed:\n"
             f"{bound_text(shown, self.limits.error, keep='tail')}\n"
@@ -1095,33 +1096,78 @@ def changes_of_receipt(receipt: vsh.Receipt) -> tuple[ChangedPath, ...]:
     return tuple(ChangedPath(path=path, kind=kind) for path, kind in receipt.changes)
 
 
-def _guest_text(text: str, stderr: str, *, withhold: bool) -> str:
-    """A guest error for the model: redacted, and without data-bearing messages if judged.
+_FRAME = re.compile(r'^  File "<vsh>", line \d+, in [\w<>.]+$')
+_CARETS = re.compile(r"^[\s~^]+$")
+_TB_HEADERS = (
+    "Traceback (most recent call last):",
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+_WORKSPACE_PATH = re.compile(r"/workspace/[^'\"\n]*")
 
-    Kept: traceback frames (line numbers and the program's own source lines) and the
-    exception type; the message only for errors VSH or Monty phrase from program names
-    (syntax, names, missing paths, budgets) or when no judge is configured.
+
+def _own_paths(line: str, code: str) -> str:
+    """``line`` with every /workspace path the program did not spell out withheld."""
+
+    def check(match: re.Match[str]) -> str:
+        path = match.group(0).rstrip(" .,:;)")
+        return match.group(0) if path in code else "[path withheld]"
+
+    return _WORKSPACE_PATH.sub(check, line)
+
+
+def _guest_text(text: str, stderr: str, code: str, *, withhold: bool) -> str:
+    """A guest error for the model: redacted, and without data-bearing text if judged.
+
+    Without a judge the whole text (secrets redacted) is returned. With one, only what
+    provably comes from the program itself survives: traceback headers, frame lines, the
+    program's own source lines, the exception type, and the message of errors VSH or
+    Monty phrase from the program's names (syntax, names, missing paths, budgets) with
+    any path the program did not spell out withheld. Everything else (exception
+    messages, which may hold bytes the program read, and stderr) is withheld.
     """
-    text = redact(text)
-    stderr = redact(stderr)
+    text, stderr = redact(text), redact(stderr)
     if not withhold:
         return f"{text}\n{stderr}" if stderr else text
-    lines = text.splitlines()
+    source = {line.strip() for line in code.splitlines() if line.strip()}
     kept: list[str] = []
-    for line in lines:
-        match = _EXCEPTION_LINE.match(line)
-        if match is None:
+    dropped = 0
+    in_message = False
+    for index, raw in enumerate(text.splitlines()):
+        line = raw
+        if index == 0 and ": Traceback (most recent call last):" in line:
+            kept.append(line)  # "Monty Runtime failure: Traceback (most recent call last):"
+            in_message = False
+            continue
+        if in_message:  # once a message starts, nothing after it is trusted
+            dropped += 1
+            continue
+        if line in _TB_HEADERS:
             kept.append(line)
             continue
-        kind = match.group(1).rsplit(".", 1)[-1]
-        if kind in _STRUCTURAL or _BUDGET.search(line):
+        if _FRAME.match(line) or _CARETS.match(line) or line.strip() in source:
             kept.append(line)
-        else:
-            kept.append(
-                f"{kind}: (message withheld: it may contain bytes the program read, which "
-                "the reviewer has not cleared; change the program so the error explains "
-                "itself with your own text)"
-            )
+            continue
+        header = _EXCEPTION_LINE.match(line) or (
+            _EMBEDDED_EXCEPTION.search(line) if index == 0 else None
+        )
+        if header is not None or index == 0:
+            kind = header.group(1).rsplit(".", 1)[-1] if header else ""
+            if (header is None or kind in _STRUCTURAL) and _BUDGET.search(line) is None:
+                kept.append(_own_paths(line, code) if header or index == 0 else "")
+            elif _BUDGET.search(line):
+                kept.append(_own_paths(line, code))
+            else:
+                kept.append(
+                    f"{kind}: (message withheld: it may contain bytes the program read, "
+                    "which the reviewer has not cleared; make the program's errors explain "
+                    "themselves with your own text)"
+                )
+            in_message = header is not None
+            continue
+        dropped += 1
+    if dropped:
+        kept.append(f"({dropped} more line(s) withheld)")
     if stderr:
         kept.append(
             f"(stderr withheld, {len(stderr.encode())} bytes: it may contain bytes the "

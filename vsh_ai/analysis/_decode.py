@@ -341,11 +341,15 @@ def decode_runs(text: str) -> tuple[Rewrite | None, list[tuple[Span, str]]]:
 _PERCENT = compile_re2(r"[^\s\"'<>]*%[0-9A-Fa-f]{2}[^\s\"'<>]*")
 
 
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")  # fixed-length lookahead: linear
+
+
 def _unquote(source: str) -> str:
     """Percent-decoding in C (``\\xNN`` escapes) when every ``%`` starts an escape."""
     try:
+        source = _LONE_PERCENT.sub("%25", source)  # a % that starts no escape stays a %
         escaped = source.replace("\\", "\\\\").replace("%", "\\x").encode("utf-8")
-        data: bytes = codecs.escape_decode(escaped)[0]  # type: ignore[attr-defined]
+        data: bytes = codecs.escape_decode(escaped)[0]
         return data.decode("utf-8", errors="replace")
     except (ValueError, UnicodeError):
         return unquote(source, errors="replace")

@@ -85,6 +85,8 @@ _NPM_SOURCE = re.compile(
 # and every `!=` clause splits an interval, so longer specs are "cannot tell" (None).
 MAX_NPM_SPEC = 256
 MAX_PEP440_CLAUSES = 32
+MAX_FILE_BYTES = 8 << 20  # larger dependency files are not analysed (unparsable -> unproven)
+_SHLEX_LIMIT = 4096
 
 
 class DependencySyntaxError(ValueError):
@@ -532,6 +534,13 @@ def _live(number: int, line: str) -> Iterable[tuple[int, str]]:
 
 
 def _split_words(text: str) -> list[str]:
+    """pip's ``shlex.split`` of options; plain ``split`` when no quoting is involved.
+
+    shlex builds tokens by concatenation (quadratic on a huge token), so beyond
+    ``_SHLEX_LIMIT`` characters plain splitting is used.
+    """
+    if not any(c in text for c in "'\"\\") or len(text) > _SHLEX_LIMIT:
+        return text.split()
     try:
         return shlex.split(text)
     except ValueError:
@@ -1060,6 +1069,8 @@ def file_kind(path: str) -> FileKind | None:
 def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) -> Manifest:
     """Parse ``data`` as the dependency file ``path`` names (or as ``kind``)."""
     kind = kind or file_kind(path)
+    if len(data) > MAX_FILE_BYTES:
+        raise DependencySyntaxError(f"{path}: too large to analyse ({len(data)} bytes)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

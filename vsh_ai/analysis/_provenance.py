@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 from .._evidence import Evidence, Node
 
-__all__ = ("content_sources", "unshared_paths")
+__all__ = ("content_sources", "derived_paths", "unshared_paths")
 
 _READ_ONLY = frozenset(("metadata_read", "directory_read", "content_read"))
 _LINKING = frozenset(("rename", "copy"))
@@ -150,14 +150,48 @@ class _Flows:
                     stack.append(target)
         return seen
 
-    def sources(self) -> dict[str, frozenset[str]]:
-        """For every path, the paths that reach it: strongly connected components, then
-        bitsets propagated in topological order (linear in the graph times paths/64)."""
+    def _condensed(self) -> tuple[list[_Key], list[int], list[set[int]]]:
+        """Nodes, each node's strongly connected component, and the component DAG.
+
+        Tarjan numbers components in reverse topological order: sources come last.
+        """
         nodes = list(self.edges)
         index_of = {key: i for i, key in enumerate(nodes)}
         successors = [[index_of[t] for t in self.edges[key]] for key in nodes]
         component = _components(successors)
         count = max(component, default=-1) + 1
+        dag: list[set[int]] = [set() for _ in range(count)]
+        for i, targets in enumerate(successors):
+            for j in targets:
+                if component[i] != component[j]:
+                    dag[component[i]].add(component[j])
+        return nodes, component, dag
+
+    def derived(self) -> frozenset[str]:
+        """Paths that another path's bytes may reach (linear: one source and a flag)."""
+        nodes, component, dag = self._condensed()
+        count = len(dag)
+        first: list[str | None] = [None] * count
+        many = [False] * count
+        for i, key in enumerate(nodes):
+            if key[0] == "p":
+                c = component[i]
+                many[c] = many[c] or first[c] is not None
+                first[c] = first[c] or key[1]
+        for c in range(count - 1, -1, -1):
+            for d in dag[c]:
+                if many[c] or (first[c] is not None and first[d] not in (None, first[c])):
+                    many[d] = True
+                first[d] = first[d] or first[c]
+        return frozenset(
+            key[1] for i, key in enumerate(nodes) if key[0] == "p" and many[component[i]]
+        )
+
+    def sources(self) -> dict[str, frozenset[str]]:
+        """For every path, the paths that reach it: strongly connected components, then
+        bitsets propagated in topological order (linear in the graph times paths/64)."""
+        nodes, component, dag = self._condensed()
+        count = len(dag)
         own = [0] * count
         path_bit: dict[str, int] = {}
         for i, key in enumerate(nodes):
@@ -165,12 +199,6 @@ class _Flows:
                 bit = 1 << len(path_bit)
                 path_bit[key[1]] = bit
                 own[component[i]] |= bit
-        dag: list[set[int]] = [set() for _ in range(count)]
-        for i, targets in enumerate(successors):
-            for j in targets:
-                if component[i] != component[j]:
-                    dag[component[i]].add(component[j])
-        # Tarjan numbers components in reverse topological order: sources come last.
         reached = own[:]
         for c in range(count - 1, -1, -1):
             for d in dag[c]:
@@ -264,6 +292,18 @@ def content_sources(evidence: Evidence) -> dict[str, frozenset[str]]:
         everything = frozenset(flows.paths)
         return dict.fromkeys(flows.paths, everything)
     return flows.sources()
+
+
+def derived_paths(evidence: Evidence) -> frozenset[str]:
+    """Paths whose bytes may come (in part) from another path: ``content_sources(e)[p]``
+    holds more than ``p`` itself. Linear in the evidence, unlike the full source sets.
+
+    With incomplete or truncated evidence every path counts as derived once there are two.
+    """
+    flows = _Flows(evidence)
+    if _partial(evidence):
+        return frozenset(flows.paths) if len(flows.paths) > 1 else frozenset()
+    return flows.derived()
 
 
 def unshared_paths(evidence: Evidence, is_shared: Callable[[str], bool]) -> frozenset[str]:

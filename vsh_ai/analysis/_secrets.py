@@ -649,14 +649,21 @@ _GATE = compile_re2(
     r"|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|(?i:accountkey|sharedaccess|aws)"
     r"|SG\.|sq0csp|-us[0-9]|[0-9]{8}:"
 )
+_RUN = compile_re2(r"[^\s\"'<>]*")  # a token run: tokens never hold space, quotes or <>
 _WHOLE_TEXT = frozenset(("private key", "AWS credentials"))
 _BEFORE, _AFTER = 64, 4096  # window around a gate hit
 
 
 def _windows(text: str) -> list[tuple[int, int]]:
+    """Spans around gate hits; a window reaches at least the end of the hit's token run."""
     windows: list[tuple[int, int]] = []
     for (start, end), _ in finditer(_GATE, text):
+        if windows and end <= windows[-1][1]:
+            continue  # inside the current window (so its run is covered): no rescan
         low, high = max(start - _BEFORE, 0), min(end + _AFTER, len(text))
+        for (_, run_end), _ in finditer(_RUN, text, start, len(text)):
+            high = max(high, min(run_end + _AFTER, len(text)))
+            break
         if windows and low <= windows[-1][1]:
             windows[-1] = (windows[-1][0], max(windows[-1][1], high))
         else:
@@ -690,18 +697,76 @@ def _group1(regex: Any, text: str, span: tuple[int, int]) -> tuple[int, int] | N
     return span[0] + match.start(1), span[0] + match.end(1)
 
 
+# Literals each kind's patterns cannot match without (lowercase ones: any case), so a
+# pattern runs only over windows that hold one of them (a C-speed substring test).
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "AWS access key id": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+    "AWS secret access key": ("aws", "akia", "asia", "abia", "acca", "a3t"),
+    "AWS credentials": ("access key id",),
+    "GitHub token": ("gh",),
+    "Slack token": ("xox", "hooks.slack"),
+    "Slack app token": ("xapp-",),
+    "Slack webhook URL": ("hooks.slack",),
+    "Discord webhook URL": ("discord",),
+    "API key": ("sk-",),
+    "OpenAI API key": ("T3BlbkFJ",),
+    "Google API key": ("AIza",),
+    "Stripe key": ("k_live_", "k_test_"),
+    "Stripe webhook secret": ("whsec_",),
+    "JSON web token": ("eyJ",),
+    "PyPI token": ("pypi-",),
+    "npm token": ("npm_",),
+    "Hugging Face token": ("hf_", "api_org_"),
+    "GitLab token": ("gl", "GR1348941"),
+    "Azure storage account key": ("accountkey",),
+    "Azure shared access key": ("sharedaccess",),
+    "Mailchimp API key": ("-us",),
+    "SendGrid API key": ("SG.",),
+    "Square OAuth secret": ("sq0csp",),
+    "Telegram bot token": (":",),
+}
+
+
+def _needles(kind: str, regex: Any) -> tuple[str, ...]:
+    if kind == "private key":
+        pattern = regex.pattern
+        return (
+            ("PuTTY-User-Key-File",)
+            if "PuTTY" in pattern
+            else ("Private-Lines",)
+            if "Private-Lines" in pattern
+            else ("PRIVATE KEY",)
+        )
+    return _NEEDLES.get(kind, ("",))  # an unknown kind always runs
+
+
+_TOKEN_NEEDLES: tuple[tuple[str, ...], ...] = tuple(_needles(k, r) for k, r, _ in _TOKENS)
+
+
+def _holds(needles: tuple[str, ...], text: str, lower: str) -> bool:
+    return any(n in (lower if n.islower() else text) for n in needles)
+
+
 def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
     out: list[SecretFinding] = []
-    windows = _windows(text)
-    for kind, regex, gate in _TOKENS:
+    windows = [(low, high, text[low:high]) for low, high in _windows(text)]
+    lowered = [window.lower() for _, _, window in windows]
+    whole_lower = text.lower() if len(text) <= 64 else ""
+    for (kind, regex, gate), needles in zip(_TOKENS, _TOKEN_NEEDLES, strict=True):
+        spans: list[tuple[int, int]] = []
         if kind in _WHOLE_TEXT:
-            spans = _spans(regex, text)
+            if any(n.islower() for n in needles) and not whole_lower:
+                whole_lower = text.lower()
+            if _holds(needles, text, whole_lower):
+                spans = _spans(regex, text)
         else:
-            spans = [
-                (low + s, low + e)
-                for low, high in windows
-                for s, e in _spans(regex, text[low:high])
-            ]
+            for (low, high, window), lower in zip(windows, lowered, strict=True):
+                if not _holds(needles, window, lower):
+                    continue
+                for start, end in _spans(regex, text, low, high):
+                    if end == high < len(text):  # cut by the window: match it in full
+                        start, end = _spans(regex, text, start)[0]
+                    spans.append((start, end))
         for start, end in spans:
             value = text[start:end]
             if is_placeholder(value) or (gate and not _random_tail(value)):

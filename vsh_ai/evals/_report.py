@@ -264,18 +264,25 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
             error = escape(failure.error.strip()[-300:])  # guest text: never markup
             console.print(f"  [red]![/red] {failure.case_id}: {error}", emoji=False)
     summary = Table(title="Suites", title_justify="left")
-    for column in ("suite", "mode", "cases", "unsafe ok'd (95% ≤)", "safe ok'd", "rej. recall"):
+    columns = ["suite", "mode", "cases", "unsafe ok'd (95% ≤)", "safe ok'd", "rej. recall"]
+    if report.mutants is not None:
+        columns.append("mutants: unsafe ok'd")
+    for column in columns:
         summary.add_column(column)
     for suite in report.suites:
         m = suite.metrics
-        summary.add_row(
+        row = [
             suite.scenario,
             suite.mode,
             str(m.cases),
             f"{m.unsafe_approvals}/{m.unsafe_cases} (≤{_fmt(m.unsafe_approval_upper_95, True)})",
             _fmt(m.safe_approval_rate, True),
             _fmt(m.reject_recall, True),
-        )
+        ]
+        if report.mutants is not None:
+            mm = suite.mutants.metrics if suite.mutants else None
+            row.append(f"{mm.unsafe_approvals}/{mm.unsafe_cases}" if mm else "-")
+        summary.add_row(*row)
     console.print(summary)
     for suite in report.suites:
         title = f"{suite.scenario}: judge {suite.judge}, {suite.mode}"

@@ -357,9 +357,27 @@ class _Workspace:
         return self.probes[path]
 
     async def simulate(self, case: EvalCase) -> Simulation:
-        """Preview a case; a native protected-path ``PermissionError`` becomes a denial."""
+        """Preview a case; a failure on an access VSH refused natively becomes a denial.
+
+        Monty: the guest's ``PermissionError`` names a path, and a probe confirms that VSH
+        itself protects it (guest text alone proves nothing). Bash: VSH's diagnostics
+        count the refused accesses.
+        """
         try:
             return await self.preview(case.program, case.intent, case.language)
+        except vsh.VshBashError as error:
+            # VSH's own counter, not guest text: a Bash script that failed on a refused access
+            diagnostics = getattr(error, "diagnostics", None)
+            if diagnostics is None or not diagnostics.denied_accesses:
+                raise
+            return Simulation(
+                state="denied",
+                transaction="",
+                evidence=None,
+                deny_reason=f"protected_access_attempt (the Bash script failed on "
+                f"{diagnostics.denied_accesses} access(es) VSH refused)",
+                risk_flags=(),
+            )
         except vsh.VshExecutionError as error:
             lines = str(error).strip().splitlines()
             match = _PERMISSION.search(lines[-1]) if lines else None

@@ -25,6 +25,7 @@ from ..analysis._python import (
     code_changes,
     docstring_free_dump,
     is_python_source,
+    is_tooling_code,
 )
 from ._base import Action, Allowance, Claim, Rule, net_changes
 from ._glob import check_globs, matching
@@ -68,6 +69,8 @@ class PythonRisks(Rule):
     shebang names python are analysed. Each fact in ``facts`` gets ``actions[kind]`` or
     ``action`` (review by default); reasons name the file, the line and the resolved
     call, never string contents. Deleted modules report their removed definitions.
+    ``tooling_action = "reject"`` rejects any fact in code that tools run on their own
+    (conftest.py, setup.py, docs/conf.py, noxfile.py, ``*.pth``, ...).
     """
 
     type: Literal["python_risks"] = "python_risks"
@@ -81,6 +84,11 @@ class PythonRisks(Rule):
     )
     actions: dict[FactKind, Action] = Field(
         default_factory=dict, description="Per-fact actions overriding `action`."
+    )
+    tooling_action: Action | None = Field(
+        default=None,
+        description="Action for facts in files tools execute (conftest.py, setup.py, "
+        "docs/conf.py, ...) when more severe than the fact's own.",
     )
 
     _check_globs = field_validator("globs")(lambda globs: check_globs(globs))
@@ -108,7 +116,10 @@ class PythonRisks(Rule):
                 if fact.kind not in self.facts or (fact.kind, fact.line) in seen:
                     continue
                 seen.add((fact.kind, fact.line))
-                found[self.actions.get(fact.kind, self.action)].append(_describe(path, fact))
+                decision = self.actions.get(fact.kind, self.action)
+                if self.tooling_action == "reject" and is_tooling_code(path):
+                    decision = "reject"
+                found[decision].append(_describe(path, fact))
         order: tuple[Action, ...] = ("reject", "review")
         for decision in order:
             reasons = found[decision]

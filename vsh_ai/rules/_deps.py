@@ -124,6 +124,17 @@ def _parse_side(evidence: Evidence, path: str, side: Literal["before", "after"])
     return None if data is None else parse_dependency_file(path, data)
 
 
+def _parse_renamed(evidence: Evidence, path: str, source: str) -> Manifest | None:
+    """The rename source's old bytes read as ``path``'s kind (None: not that kind)."""
+    data = evidence.before_bytes(source)
+    if data is None:
+        return None
+    try:
+        return parse_dependency_file(path, data)
+    except DependencySyntaxError:
+        return None
+
+
 def _empty(path: str) -> Manifest | None:
     kind = file_kind(path)
     if kind is None:
@@ -352,10 +363,12 @@ class DependencyRisks(Rule):
             path = change.path
             if matching(self.globs, path, ignore_case=True) is None:
                 continue
-            if change.kind not in ("create", "modify", "rename"):
-                continue
+            if change.kind not in ("create", "modify", "rename") or change.after is None:
+                continue  # deletions, and the source end of a rename
             try:
                 before = _parse_side(evidence, path, "before") if change.kind == "modify" else None
+                if change.kind == "rename" and change.partner is not None:
+                    before = _parse_renamed(evidence, path, change.partner)
                 after = _parse_side(evidence, path, "after")
             except DependencySyntaxError as error:
                 reviews.append(f"{_shown(str(error), 160)}; fix the file's syntax.")
