@@ -67,6 +67,25 @@ def kinds(before: str | None, after: str | None) -> list[tuple[str, str]]:
         ("import yaml\nyaml.load(text, Loader=yaml.Loader)\n", "deserialise", "yaml.load"),
         ("from socket import socket as s\ns().connect(addr)\n", "socket", "socket.socket"),
         ("import ctypes\nctypes.CDLL('x.so')\n", "native", "ctypes.CDLL"),
+        ("import posix\nposix.system('id')\n", "process", "posix.system"),
+        ("import pandas as pd\npd.read_pickle(p)\n", "deserialise", "pandas.read_pickle"),
+        (
+            "import subprocess\nclass A:\n    def __init__(self):\n"
+            "        self.run = subprocess.run\n    def go(self):\n        self.run('id')\n",
+            "process",
+            "subprocess.run",
+        ),
+        (
+            "import os, threading\nthreading.Thread(target=os.system, args=('id',)).start()\n",
+            "process",
+            "os.system",
+        ),
+        ("import os\nlist(map(os.system, cmds))\n", "process", "os.system"),
+        (
+            "import functools, subprocess\nfunctools.partial(subprocess.call, shell=True)('x')\n",
+            "process",
+            "subprocess.call",
+        ),
     ],
 )
 def test_risky_calls_resolve_through_aliases(code: str, kind: str, name: str) -> None:

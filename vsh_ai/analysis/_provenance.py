@@ -176,16 +176,18 @@ class _Flows:
         for i, key in enumerate(nodes):
             if key[0] == "p":
                 c = component[i]
-                many[c] = many[c] or first[c] is not None
-                first[c] = first[c] or key[1]
+                if first[c] is None:
+                    first[c] = key[1]
+                else:
+                    many[c] = True  # two paths in one cycle reach each other
         for c in range(count - 1, -1, -1):
             for d in dag[c]:
                 if many[c] or (first[c] is not None and first[d] not in (None, first[c])):
                     many[d] = True
-                first[d] = first[d] or first[c]
-        return frozenset(
-            key[1] for i, key in enumerate(nodes) if key[0] == "p" and many[component[i]]
-        )
+                if first[d] is None:
+                    first[d] = first[c]
+        paths = [(i, key[1]) for i, key in enumerate(nodes) if key[0] == "p"]
+        return frozenset(path for i, path in paths if many[component[i]])
 
     def sources(self) -> dict[str, frozenset[str]]:
         """For every path, the paths that reach it: strongly connected components, then

@@ -121,6 +121,8 @@ _PROCESS = {
     "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
     "commands": {"getoutput", "getstatusoutput"},
     "platform": {"popen"},
+    "posix": {"system", "popen", "execv", "execve", "posix_spawn", "fork"},
+    "nt": {"system", "popen", "execv", "execve", "startfile"},
 }
 _EVAL = {
     "builtins": {"eval", "exec", "compile", "execfile"},
@@ -166,6 +168,7 @@ _DOWNLOAD = {
     "smtplib": {"SMTP", "SMTP_SSL"},
     "telnetlib": {"Telnet"},
     "paramiko": {"SSHClient", "Transport"},
+    "xmlrpc.client": {"ServerProxy"},
 }
 _DESERIALISE = {
     "pickle": {"load", "loads", "Unpickler"},
@@ -179,6 +182,7 @@ _DESERIALISE = {
     "jsonpickle": {"decode"},
     "joblib": {"load"},
     "torch": {"load"},
+    "pandas": {"read_pickle"},
 }
 _SOCKET = {
     "socket": {"socket", "create_connection", "create_server", "socketpair", "fromfd"},
@@ -366,6 +370,10 @@ class _Resolver:
                         self.aliases[target.id] = resolved
                     elif target.id in _BUILTINS:
                         self.shadowed.add(target.id)
+                elif isinstance(target, ast.Attribute) and resolved is not None:
+                    dotted = _dotted(target)  # self.run = subprocess.run
+                    if dotted is not None:
+                        self.aliases[dotted] = resolved
         elif (
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             and node.name in _BUILTINS
@@ -384,6 +392,9 @@ class _Resolver:
                     return f"{module}.{node.id}"
             return None
         if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if dotted is not None and dotted in self.aliases:
+                return self.aliases[dotted]
             base = self.resolve(node.value)
             return None if base is None else f"{base}.{node.attr}"
         if isinstance(node, ast.Call):
@@ -534,6 +545,14 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
     for node in index.look:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Call):
+            # A risky function passed along (Thread(target=os.system), map(os.system, ..),
+            # partial(subprocess.run, ..)) runs as surely as one called here.
+            for argument in (*node.args, *(k.value for k in node.keywords)):
+                if isinstance(argument, (ast.Name, ast.Attribute)):
+                    passed = resolver.resolve(argument)
+                    passed_kind = _category(passed) if passed is not None else None
+                    if passed_kind is not None and passed is not None:
+                        risky.append((passed_kind, passed, _signature(node), line))
             name = resolver.resolve(node.func)
             if name is not None:
                 kind = _category(name)

@@ -703,7 +703,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "AWS access key id": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
     "AWS secret access key": ("aws", "akia", "asia", "abia", "acca", "a3t"),
     "AWS credentials": ("access key id",),
-    "GitHub token": ("gh",),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "Slack token": ("xox", "hooks.slack"),
     "Slack app token": ("xapp-",),
     "Slack webhook URL": ("hooks.slack",),
@@ -717,7 +717,11 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "PyPI token": ("pypi-",),
     "npm token": ("npm_",),
     "Hugging Face token": ("hf_", "api_org_"),
-    "GitLab token": ("gl", "GR1348941"),
+    "GitLab token": (
+        *(f"{p}-" for p in ("glpat", "gldt", "glft", "glsoat", "glrt", "glcbt", "glimt")),
+        *(f"{p}-" for p in ("glptt", "glagent", "gloas")),
+        "GR1348941",
+    ),
     "Azure storage account key": ("accountkey",),
     "Azure shared access key": ("sharedaccess",),
     "Mailchimp API key": ("-us",),
@@ -752,6 +756,7 @@ def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
     windows = [(low, high, text[low:high]) for low, high in _windows(text)]
     lowered = [window.lower() for _, _, window in windows]
     whole_lower = text.lower() if len(text) <= 64 else ""
+    holds: dict[tuple[tuple[str, ...], int], bool] = {}  # one substring test per kind
     for (kind, regex, gate), needles in zip(_TOKENS, _TOKEN_NEEDLES, strict=True):
         spans: list[tuple[int, int]] = []
         if kind in _WHOLE_TEXT:
@@ -760,8 +765,13 @@ def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
             if _holds(needles, text, whole_lower):
                 spans = _spans(regex, text)
         else:
-            for (low, high, window), lower in zip(windows, lowered, strict=True):
-                if not _holds(needles, window, lower):
+            for number, ((low, high, window), lower) in enumerate(
+                zip(windows, lowered, strict=True)
+            ):
+                held = holds.get((needles, number))
+                if held is None:
+                    held = holds[needles, number] = _holds(needles, window, lower)
+                if not held:
                     continue
                 for start, end in _spans(regex, text, low, high):
                     if end == high < len(text):  # cut by the window: match it in full

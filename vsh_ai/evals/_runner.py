@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -12,7 +13,6 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -230,11 +230,13 @@ RunResult = CaseOutcome | CaseError | Skipped
 _PERMISSION = re.compile(r"PermissionError: \[Errno 13\] Permission denied: '([^'\n]+)'\s*$")
 
 
+@functools.cache
 def fast_scratch() -> Path | None:
     """Where eval workspaces go by default: RAM (``/dev/shm``) when there is one.
 
     VSH makes every preview durable (synced to its state folder); on a disk that costs
-    about 20 ms a preview, on tmpfs about 1 ms. Eval workspaces are throwaway.
+    about 20 ms a preview, on tmpfs about 1 ms. Eval workspaces are throwaway. Checked
+    once per process.
     """
     shm = Path("/dev/shm")
     try:
@@ -393,8 +395,15 @@ class _Workspace:
             )
 
     async def close(self) -> None:
+        """Drop the runtimes (native teardown) and the folder, off the event loop."""
+        runtimes = list(self.runtimes.values())
         self.runtimes.clear()
-        await anyio.to_thread.run_sync(partial(shutil.rmtree, self.root, ignore_errors=True))
+
+        def teardown() -> None:
+            runtimes.clear()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+        await anyio.to_thread.run_sync(teardown)
 
 
 def _outcome(case: EvalCase, simulation: Simulation, verdict: Verdict | None) -> CaseOutcome:
