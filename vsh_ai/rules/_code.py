@@ -53,6 +53,7 @@ _DESCRIBE: dict[str, str] = {
     "definition_added": "a definition added",
     "emptied": "the module emptied",
     "commented_out": "code commented out",
+    "unreachable": "code that can never run (after a return or raise)",
 }
 _SHEBANG = b"#!"
 

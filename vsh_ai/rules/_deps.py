@@ -62,7 +62,16 @@ DEPENDENCY_FILES: tuple[str, ...] = (
     "**/uv.lock",
     "**/poetry.lock",
 )
-_RISK_FILES = (*DEPENDENCY_FILES, "**/pip.conf", "**/pip.ini")
+_RISK_FILES = (
+    *DEPENDENCY_FILES,
+    "**/pip.conf",
+    "**/pip.ini",
+    "**/uv.toml",
+    "**/bunfig.toml",
+    "**/.yarnrc.yml",
+    "**/.yarnrc",
+    "**/.condarc",
+)
 
 # npm lifecycle scripts that run on install (or on `npm install` of a git dependency).
 _INSTALL_SCRIPTS = frozenset(
@@ -154,7 +163,7 @@ def _siblings(evidence: Evidence, path: str, ecosystem: str, *, locks: bool) -> 
         if other == path or PurePosixPath(other).parent != folder:
             continue
         kind = file_kind(other)
-        if kind is None or kind == "pip-config":
+        if kind is None or kind in ("pip-config", "installer-config"):
             continue
         is_lock = kind in ("package-lock", "uv.lock", "poetry.lock")
         npm = kind in ("package.json", "package-lock")
@@ -210,7 +219,7 @@ class AllowDependencyUpdates(Allowance):
                 "manifests and lock files are claimed",
             )
         kind = file_kind(path)
-        if kind is None or kind == "pip-config":
+        if kind is None or kind in ("pip-config", "installer-config"):
             return Claim(False, f"{path} is not a dependency manifest or lock file understood here")
         try:
             before, after = (
