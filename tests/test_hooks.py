@@ -276,7 +276,8 @@ async def test_final_abstain_carrying_unproven_is_review(workspace, code) -> Non
     assert resolution.hook.verdict == "review"
     assert resolution.receipt.state == "pending_approval"
     verdict = hook.verdict_for(tx)
-    assert verdict is not None and "modify of config/app.toml" in verdict.reason
+    assert verdict is not None
+    assert "modify of config/app.toml" in verdict.reason
     assert snapshot_tree(workspace) == before
 
 
@@ -357,7 +358,9 @@ def test_quorum_and_pipeline_validate() -> None:
 
 
 async def test_one_span_per_decision_without_contents(workspace, capfire) -> None:
-    hook = as_hook(RuleSet([AllowPaths(id="cfg", paths=("config/**",), kinds=("modify",))], id="svc"))
+    hook = as_hook(
+        RuleSet([AllowPaths(id="cfg", paths=("config/**",), kinds=("modify",))], id="svc")
+    )
     await run_hooked(workspace, hook)
     spans = [
         s for s in capfire.exporter.exported_spans_as_dict() if s["name"].startswith("vsh-ai judge")

@@ -315,7 +315,9 @@ async def test_a_denial_is_final_and_durable(make_workspace: Callable[..., Path]
     # Resubmitting the identical change under a new id is told it was refused.
     toolset = VshToolset(workspace, policy="strict", approval="deferred")
     returns: list[Any] = []
-    agent = Agent(patch_then_report(returns), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    agent = Agent(
+        patch_then_report(returns), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    )
     await agent.run("change the port")
     assert returns[0].content.state == "rejected"
     assert snapshot_tree(workspace) == ORIGINAL

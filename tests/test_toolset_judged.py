@@ -149,7 +149,7 @@ class Swallows:
         while True:
             try:
                 await anyio.sleep(3600)
-            except BaseException:  # noqa: S112 - deliberately wrong
+            except BaseException:
                 continue
 
 
@@ -173,7 +173,8 @@ async def test_a_judge_that_never_yields_cannot_approve_late(
     toolset._inner_handler = toolset.judge_hook
     result = await toolset.vsh_write("new.txt", "x\n")
     assert result.state == "pending"
-    assert result.verdict is not None and result.verdict.failure == "timeout"
+    assert result.verdict is not None
+    assert result.verdict.failure == "timeout"
     assert snapshot_tree(workspace) == {"service.toml": b"tls = true\nport = 443\n"}
 
 
@@ -187,7 +188,8 @@ async def test_rule_sets_run_off_the_loop_and_time_out_on_time(
     started = time.monotonic()
     result = await toolset.vsh_write("new.txt", "x\n")
     elapsed = time.monotonic() - started
-    assert result.verdict is not None and result.verdict.failure == "timeout"
+    assert result.verdict is not None
+    assert result.verdict.failure == "timeout"
     assert result.state == "pending"
     assert elapsed < 1.0, f"the decision outlived its 0.2 s timeout by {elapsed - 0.2:.2f} s"
 

@@ -120,7 +120,9 @@ async def test_refused_work_shows_no_protected_bytes(
     spans = json.dumps(capfire.exporter.exported_spans_as_dict(), default=str)
     for secret in (PLAIN_SECRET, TOKEN_SECRET, TOKEN_SECRET[4:20]):
         where = visible.find(secret)
-        assert where < 0, f"secret reached the model: …{visible[max(0, where - 1500) : where + 200]}"
+        assert where < 0, (
+            f"secret reached the model: …{visible[max(0, where - 1500) : where + 200]}"
+        )
         assert secret not in spans, "secret reached a span"
     assert snapshot_tree(workspace) == before
     # The attacks were actually judged and refused (not merely failed): the model saw results.
@@ -140,14 +142,16 @@ async def test_refused_work_keeps_a_useful_answer(make_workspace: Callable[..., 
     toolset = VshToolset(workspace, judge=GuardsVault(names_path=True))
     own = await toolset.vsh_run("vsh_write('/workspace/notes.txt', 'hello\\n')", "greet")
     assert own.state == "pending"  # refused (review), but only its own bytes: diff shown
-    assert own.diff is not None and "-hi\n+hello" in own.diff
+    assert own.diff is not None
+    assert "-hi\n+hello" in own.diff
     copied = await toolset.vsh_run(
         "vsh_write('/workspace/notes.txt', 'hello\\n')\n"
         "vsh_copy('/workspace/vault.txt', '/workspace/public.txt')",
         "copy the vault",
     )
     assert (copied.state, copied.feedback) == ("rejected", "vault.txt is protected.")
-    assert copied.diff is not None and PLAIN_SECRET not in copied.diff
+    assert copied.diff is not None
+    assert PLAIN_SECRET not in copied.diff
     assert "create: [name withheld] (contents withheld)" in copied.diff
     assert [(c.path, c.kind) for c in copied.changes] == [
         ("notes.txt", "modify"),

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai import Evidence, Verdict
+from vsh_ai import Evidence, Verdict, _toolset
 from vsh_ai._results import VshResult
 from vsh_ai._toolset import VshToolset
 
@@ -91,7 +91,9 @@ class Appender:
 
 
 def rmw(n: int) -> str:
-    return f"t = vsh_read('/workspace/log.txt')\nvsh_write('/workspace/log.txt', t + 'agent-{n}\\n')"
+    return (
+        f"t = vsh_read('/workspace/log.txt')\nvsh_write('/workspace/log.txt', t + 'agent-{n}\\n')"
+    )
 
 
 # -- item 10 --------------------------------------------------------------------------------
@@ -246,6 +248,7 @@ import json, sys
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
+from vsh_ai import _toolset
 from vsh_ai._toolset import VshToolset
 
 workspace, history_json, call_id = sys.argv[1:4]
@@ -313,7 +316,7 @@ async def test_an_outside_write_before_commit_is_stale(
 
 
 @pytest.fixture
-def quarantined(make_workspace: Callable[..., Path]) -> Iterator[Path]:
+def quarantined(make_workspace: Callable[..., Path]) -> Path:
     workspace = make_workspace({"a.txt": "a\n"})
     VshToolset(workspace)  # creates .vsh-runtime
     marker = workspace / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json"
@@ -322,7 +325,7 @@ def quarantined(make_workspace: Callable[..., Path]) -> Iterator[Path]:
     toolset = VshToolset(workspace)
     toolset._quarantine_now(vsh.VshRecoveryError("install committed file a.txt: File exists"))
     assert marker.exists()
-    yield workspace
+    return workspace
 
 
 async def test_after_a_recovery_error_nothing_commits(quarantined: Path) -> None:
@@ -340,8 +343,6 @@ async def test_after_a_recovery_error_nothing_commits(quarantined: Path) -> None
         assert "QUARANTINED.json" in (result.feedback or "")
     assert snapshot_tree(workspace) == {"a.txt": b"a\n"}
     (workspace / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json").unlink()
-    from vsh_ai import _toolset
-
     _toolset._QUARANTINED.clear()
     assert (await VshToolset(workspace).vsh_write("a.txt", "b")).state == "committed"
 

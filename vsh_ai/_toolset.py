@@ -102,6 +102,13 @@ _STRUCTURAL = (
 _EMBEDDED_EXCEPTION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception)):")
 _BUDGET = re.compile(r"limit exceeded|budget|unsupported Monty external function", re.I)
 _QUARANTINE_FILE = "QUARANTINED.json"
+_CAPACITY_WAIT_S = 30.0
+
+
+class _CapacityFull(Exception):
+    """VSH's per-process preview capacity is in use; wait and try again."""
+
+
 _EVIDENCE_KEPT = 4096
 
 
@@ -482,7 +489,25 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return result
 
     async def _transact(self, request: vsh.RunRequest) -> VshResult:
-        """One transaction; the outside world's failures become results, never crashes."""
+        """One transaction; the outside world's failures become results, never crashes.
+
+        VSH holds at most 64 unfinished previews per process; a call that finds them all
+        in use (many judged calls in flight) waits for one, up to ``_CAPACITY_WAIT_S``.
+        """
+        deadline = time.monotonic() + _CAPACITY_WAIT_S
+        while True:
+            try:
+                return await self._transact_guarded(request)
+            except _CapacityFull:
+                if time.monotonic() > deadline:
+                    return self._failed(
+                        "VSH has too many unfinished transactions in this process; nothing "
+                        "was committed.",
+                        retry=True,
+                    )
+                await anyio.sleep(0.05)
+
+    async def _transact_guarded(self, request: vsh.RunRequest) -> VshResult:
         try:
             return await self._transact_once(request)
         except vsh.VshRecoveryError as error:
@@ -557,6 +582,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         except vsh.VshExecutionError as error:
             return self._guest_error(error, request.code)
         except vsh.VshStateError as error:
+            if "preview capacity" in str(error):
+                raise _CapacityFull from None
             return await self._duplicate(error)
         transaction = receipt.transaction
         read_only = receipt.changed_paths == 0

@@ -87,8 +87,9 @@ class WorkspaceDriver:
             with self._lock:
                 preview = native._preview(request, token)
                 if preview.state != "auto_approved" or preview.changed_paths == 0:
-                    if preview.state != "pending_approval":
-                        native.discard_preview(preview.transaction)
+                    # A pending transaction stays durable after its preview is discarded;
+                    # discarding frees VSH's per-process preview slot (64 at most).
+                    native.discard_preview(preview.transaction)
                     return preview, preview
                 changed = host_check([p for p, _ in preview.changes]) if host_check else None
                 if changed is not None:
@@ -163,6 +164,9 @@ class WorkspaceDriver:
             if not token.commit_entered:
                 await native_call(lambda: native.fail_hook(preparation))
             raise
+        if resolution.receipt.state == "pending_approval":
+            with contextlib.suppress(vsh.VshRuntimeError):  # frees a preview slot; stays durable
+                native.discard_preview(transaction)
         if changed is not None:
             raise HostChanged(changed)
         return resolution

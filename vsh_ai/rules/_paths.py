@@ -32,7 +32,7 @@ class DeniedChanges(Rule):
     """Paths matching ``globs`` must not change at all (``action`` defaults to reject).
 
     Matching ignores case and Unicode width (``SERVER.PEM`` matches ``**/*.pem``); both
-    ends of a rename count, and so does a file whose new bytes copy a denied file.
+    ends of a rename count. (Copying a denied file reads it: see ``protected_reads``.)
     """
 
     type: Literal["denied_changes"] = "denied_changes"
