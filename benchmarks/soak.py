@@ -66,6 +66,7 @@ class Stats:
         self.mismatches: list[str] = []
         self.cancelled = 0
         self.deferred: list[dict[str, Any]] = []
+        self.stale_reasons: Counter[str] = Counter()
 
 
 def host_editor(workspace: Path, stop: threading.Event) -> None:
@@ -88,7 +89,7 @@ async def agent_loop(
         roll = rng.random()
         content = f"{name} run {n}\n"
         if roll < 0.15:  # deferred: a new file a person must approve
-            path = f"deferred/{name}-{n}.txt"
+            path = f"deferred/{name}-{n}/f.txt"  # one folder each: see "stale" in the README
             part = ToolCallPart(
                 "vsh_write",
                 {"path": path, "content": f"REVIEW {name} {n}\n"},
@@ -153,6 +154,8 @@ async def agent_loop(
             continue
         result = results[0]
         stats.outcomes[result.state] += 1
+        if result.state in ("stale", "failed"):
+            stats.stale_reasons[f"{result.state}: {(result.feedback or '')[:70]}"] += 1
         if result.state == "committed" and part.tool_name != "vsh_read":
             expected = content
         host = (workspace / own).read_text()
@@ -279,6 +282,8 @@ async def main(args: argparse.Namespace) -> None:
         names = [f"agent{i}" for i in range(args.agents)]
         for name in names:
             (workspace / "agents" / f"{name}.txt").write_text("start\n")
+            for n in range(args.runs):
+                (workspace / "deferred" / f"{name}-{n}").mkdir()
         toolset = VshToolset(workspace, judge=SoakJudge(), approval="deferred")
         stats = Stats()
         stop = threading.Event()
@@ -328,6 +333,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         print("in-process tool calls by outcome:", dict(sorted(stats.outcomes.items())))
         print("resumed approvals by outcome (new processes):", dict(sorted(resume_states.items())))
+        print("stale/failed reasons:", dict(stats.stale_reasons.most_common(6)))
         print(f"agent.run errors: {sum(stats.errors.values())}", dict(stats.errors) or "")
         print(f"host mismatches against committed results: {len(stats.mismatches)}")
         for line in stats.mismatches[:10]:

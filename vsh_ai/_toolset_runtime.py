@@ -193,6 +193,9 @@ class WorkspaceDriver:
                         with contextlib.suppress(vsh.VshRuntimeError):
                             native.fail_hook(preparation)
                     raise
+                if resolution.receipt.state == "pending_approval":
+                    with contextlib.suppress(vsh.VshRuntimeError):  # frees a preview slot
+                        native.discard_preview(transaction)
                 return preparation.event, resolution.receipt
 
         return await native_call(work, token)

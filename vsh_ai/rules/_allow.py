@@ -517,7 +517,8 @@ class AllowConfig(Allowance):
 _SEGMENT = re.compile(r'\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([^.\[\]"]+)')
 
 
-def _split_key(key: str) -> list[tuple[int, str | int]]:
+@lru_cache(maxsize=65536)
+def _split_key(key: str) -> tuple[tuple[int, str | int], ...]:
     """``a.b[0]."c.d"`` -> [(end offset, segment), ...]; empty when it does not parse."""
     out: list[tuple[int, str | int]] = []
     index = 0
@@ -526,7 +527,7 @@ def _split_key(key: str) -> list[tuple[int, str | int]]:
             index += 1
         match = _SEGMENT.match(key, index)
         if match is None:
-            return []
+            return ()
         if match.group(1) is not None:
             out.append((match.end(), int(match.group(1))))
         elif match.group(2) is not None:
@@ -534,7 +535,7 @@ def _split_key(key: str) -> list[tuple[int, str | int]]:
         else:
             out.append((match.end(), match.group(3)))
         index = match.end()
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)
@@ -558,6 +559,7 @@ def _name_glob(pattern: str) -> tuple[str, str | None]:
     return check_key_pattern(pattern), None
 
 
+@lru_cache(maxsize=65536)
 def _pattern_matches(pattern: str, key: str) -> bool:
     structural, name = _name_glob(pattern)
     if not key_matches(structural, key):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -316,9 +317,27 @@ def secret_reads(evidence: Evidence) -> list[str]:
     """Paths whose content reads returned bytes holding secrets or key material."""
     hits: dict[str, None] = {}
     for effect in evidence.effects:
-        if effect.operation != "content_read":
+        if effect.operation != "content_read" or not effect.observed_content:
             continue
-        data = evidence.blob_bytes(effect.observed_content)
-        if data and contains_secret(data):
+        if _blob_has_secret(evidence, effect.observed_content):
             hits.update(dict.fromkeys(effect.paths))
     return list(hits)
+
+
+_SECRET_BLOBS: OrderedDict[str, bool] = OrderedDict()
+_SECRET_BLOBS_MAX = 8192
+
+
+def _blob_has_secret(evidence: Evidence, blob: str) -> bool:
+    """``contains_secret`` of a blob's bytes, remembered by blob id (a content address)."""
+    known = _SECRET_BLOBS.get(blob)
+    if known is not None:
+        return known
+    data = evidence.blob_bytes(blob)
+    if not data:
+        return False  # uncaptured bytes are the completeness rule's finding
+    found = contains_secret(data)
+    _SECRET_BLOBS[blob] = found
+    while len(_SECRET_BLOBS) > _SECRET_BLOBS_MAX:
+        _SECRET_BLOBS.popitem(last=False)
+    return found

@@ -26,6 +26,7 @@ from ..analysis._config import (
     MISSING,
     ConfigFormat,
     ConfigSyntaxError,
+    config_changes,
     flatten,
     parse_config,
     typed_equal,
@@ -54,6 +55,7 @@ def _keys_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"(?:{alternatives})\Z", re.IGNORECASE | re.DOTALL)
 
 
+@lru_cache(maxsize=65536)
 def _covers(patterns: tuple[str, ...], key: str) -> bool:
     """True when ``key`` is a pattern or lies below one (see the module docs)."""
     return _keys_regex(patterns).match(key) is not None
@@ -120,20 +122,23 @@ class ConfigInvariants(Rule):
                 return []
             return [f"{path} is a protected config file and must not be deleted; restore it."]
         try:
-            flat_before = flatten(self._tree(before_bytes, path))
+            before = self._tree(before_bytes, path)
+            flat_before = flatten(before) if self.keep_present else {}
         except ConfigSyntaxError as error:
             return [
                 f"{path} could not be parsed before the change ({error}); a human must review it."
             ]
         try:
-            flat_after = flatten(self._tree(after_bytes, path))
+            after = self._tree(after_bytes, path)
+            flat_after = flatten(after)
+            changes = config_changes(before, after) if self.keep else ()
         except ConfigSyntaxError as error:
             return [
                 f"{path} is not valid after the change ({error}); "
                 "fix the syntax and keep every key unique."
             ]
         problems: list[str] = []
-        changed = _changed_keys(self.keep, flat_before, flat_after) if self.keep else []
+        changed = [c.key for c in changes if _covers(self.keep, c.key)]
         if changed:
             problems.append(
                 f"{path}: {describe_paths(changed)} must keep the current value; "
@@ -151,15 +156,3 @@ class ConfigInvariants(Rule):
         if removed:
             problems.append(f"{path}: {describe_paths(removed)} must not be removed; put it back.")
         return problems
-
-
-def _changed_keys(
-    patterns: tuple[str, ...], flat_before: dict[str, Any], flat_after: dict[str, Any]
-) -> list[str]:
-    """Keys covered by ``patterns`` whose typed value differs (added or removed included)."""
-    return [
-        key
-        for key in dict.fromkeys([*flat_before, *flat_after])
-        if not typed_equal(flat_before.get(key, MISSING), flat_after.get(key, MISSING))
-        and _covers(patterns, key)
-    ]
