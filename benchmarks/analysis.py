@@ -51,6 +51,7 @@ os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
 KIB = 1 << 10
+SIZE = 256 * KIB  # input size outside the secrets section: rates are scaled to one MiB
 
 # (analyser name, callable): the secrets section, one line per analyser.
 ANALYSERS: list[tuple[str, Callable[[str], object]]] = [
@@ -277,7 +278,7 @@ CONFIG_INPUTS: list[tuple[str, str, Callable[[int], str]]] = [
     ("env", "escaped double quotes", lambda n: 'K="' + "\\\\\\n" * (n // 4) + '"\n'),
     ("env", "unterminated quote (one line)", lambda n: 'K="' + "a" * (n - 3)),
     ("properties", "normal (a.b=c)", lambda n: _lines_to(n, lambda i: f"app.svc{i}.port={i}\n")),
-    ("properties", "continuations (one key)", lambda n: "k=" + "a\\\n " * (n // 4) + "\n"),
+    ("properties", "4000 continuation lines (16 KiB)", lambda n: "k=" + "a\\\n " * 4000 + "\n"),
     ("properties", "unicode escapes", lambda n: "k=" + "\\u0041" * (n // 6) + "\n"),
 ]
 
@@ -291,9 +292,9 @@ def _deep_json(n: int) -> str:
 
 
 def config_section() -> None:
-    _header("config: parse_config + flatten + config_changes (1 MiB each)")
+    _header(f"config: parse_config + flatten + config_changes ({SIZE // KIB} KiB each)")
     for fmt, label, make in CONFIG_INPUTS:
-        text = make(MIB)
+        text = make(SIZE)
         _row(f"config.{fmt}", label, _config_run(fmt), text, len(text.encode()))
 
 
@@ -375,9 +376,9 @@ DEPS_INPUTS: list[tuple[str, str, Callable[[int], str]]] = [
 
 
 def dependencies_section() -> None:
-    _header("dependencies: parse both sides and compare (about 1 MiB each)")
+    _header(f"dependencies: parse both sides and compare (about {SIZE // KIB} KiB each)")
     for path, label, make in DEPS_INPUTS:
-        text = make(MIB)
+        text = make(SIZE)
         _row(f"deps.{path}", label, _deps_run(path), text, len(text.encode()))
 
 
@@ -497,9 +498,9 @@ GLOB_INPUTS: list[tuple[str, tuple[str, ...], Callable[[int], list[str]]]] = [
 
 
 def globs_section() -> None:
-    _header("globs: matching() of about 1 MiB of paths (ignore_case for protected sets)")
+    _header(f"globs: matching() of {SIZE // KIB} KiB of paths (ignore_case for protected sets)")
     for label, patterns, make in GLOB_INPUTS:
-        paths = make(MIB)
+        paths = make(SIZE)
         size = sum(len(p) + 1 for p in paths)
         _row("globs.matching", label, _globs_run(patterns, patterns is PROTECTED), paths, size)
     one = "/".join(["a" * 255] * 16)
@@ -606,9 +607,9 @@ def _evidence_cases() -> list[tuple[str, Any]]:
 
 
 def changes_section() -> None:
-    _header("changes: destructive_edit on one file pair (about 1 MiB a side)")
+    _header(f"changes: destructive_edit on one file pair (about {SIZE // KIB} KiB a side)")
     for label, make in CHANGE_INPUTS:
-        pair = make(MIB)
+        pair = make(SIZE)
         size = len(pair[0].encode()) + len(pair[1].encode())
         _row("changes.destructive", label, _destructive_run, pair, size)
     _evidence_section()

@@ -364,7 +364,9 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             "committing there to protect host files. Host files may be inconsistent: VSH 0.6.0 "
             "can lose bytes when another process writes the same files during a commit. To "
             "recover: stop every other writer; compare the affected files with version control "
-            f"or backups; the bytes VSH committed survive as content blobs under {blobs} "
+            f"or backups; the bytes VSH committed survive as content blobs under {blobs}, and "
+            "a file VSH moved aside before installing its new version stays in the "
+            "transaction's quarantine slot under .vsh-runtime/transactions "
             "(vsh.Runtime.recover() reports what startup recovery did); "
             f"{lift} and open the workspace again."
         )
