@@ -487,12 +487,10 @@ def test_adversarial_lines_complete() -> None:
 
 
 def test_one_detector_no_second_pattern_list() -> None:
-    """Secret patterns live only in vsh_ai/analysis (pending: llm/_sharing.py, see H6)."""
+    """Secret patterns live only in vsh_ai/analysis: rules, redaction and packets share them."""
     root = Path(__file__).resolve().parents[1] / "vsh_ai"
     vendor = re.compile(r"AKIA|gh\[pousr\]|xox\[|sk_live|BEGIN .{0,40}PRIVATE KEY")
-    # Pending switches to vsh_ai.analysis._secrets (drop each entry when it lands):
-    # llm/_sharing.py (H6), rules/_secrets.py's deprecated shim for it, evals/_mutants.py (H7).
-    pending = {"llm/_sharing.py", "rules/_secrets.py", "evals/_mutants.py"}
+    pending: set[str] = set()
     offenders = [
         str(path.relative_to(root))
         for path in root.rglob("*.py")

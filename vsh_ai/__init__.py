@@ -4,6 +4,7 @@
 - :class:`Evidence`, :class:`Verdict`, :class:`Judge`, :func:`as_hook`: judges as fail-closed
   VSH commit hooks; :mod:`vsh_ai.rules` (deterministic rules), :mod:`vsh_ai.llm` (the LLM
   commit judge), :func:`load_judge` (declarative judge files).
+- :mod:`vsh_ai.analysis`: what a change means (secrets, globs, config, dependencies, code).
 - :mod:`vsh_ai.evals`: score any judge offline against labelled VSH diffs.
 """
 
@@ -24,7 +25,14 @@ from ._hooks import Judge, JudgeHook, Pipeline, Quorum, as_hook, judge_digest
 from ._judge_files import JudgeFile, JudgeFileError, load_judge, load_judge_file
 from ._results import ChangedPath, OutputLimits, ToolState, VshResult
 from ._simulate import Simulation, simulate
-from ._toolset import ApprovalMode, ToolName, ToolsetOptions, VshCapability, VshToolset
+from ._toolset import (
+    ApprovalMode,
+    JudgeScope,
+    ToolName,
+    ToolsetOptions,
+    VshCapability,
+    VshToolset,
+)
 from ._toolset_approvals import VshApprovalError
 from ._verdict import Decision, FailureCategory, Usage, Verdict
 from .llm import LLMCommitJudge, SharingPolicy
@@ -47,6 +55,7 @@ __all__ = (
     "JudgeFile",
     "JudgeFileError",
     "JudgeHook",
+    "JudgeScope",
     "LLMCommitJudge",
     "Node",
     "OutputLimits",

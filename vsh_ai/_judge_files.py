@@ -13,7 +13,7 @@ import sys
 import tomllib
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_ai.models import Model
@@ -80,6 +80,9 @@ class LLMSection(_Strict):
     timeout: float = Field(default=30.0, gt=0)
     max_input_bytes: int = Field(default=65536, gt=0)
     max_output_tokens: int = Field(default=1024, gt=0)
+    max_output_bytes: int | None = Field(
+        default=None, gt=0, description="Bound on the answer's bytes (default: 8 per token)."
+    )
     max_concurrency: int = Field(default=4, ge=1)
 
     _globs_compile = field_validator("share")(check_globs)  # errors point at llm.share
@@ -104,6 +107,7 @@ class LLMSection(_Strict):
             timeout=self.timeout if timeout is None else timeout,
             max_input_bytes=self.max_input_bytes,
             max_output_tokens=self.max_output_tokens,
+            max_output_bytes=self.max_output_bytes,
             max_concurrency=self.max_concurrency if max_concurrency is None else max_concurrency,
         )
 
@@ -121,17 +125,8 @@ class JudgeFile(_Strict):
         *,
         on_unproven: OnUnproven | None = None,
         id: str | None = None,
-        on_pass: Literal["escalate"] | None = None,
     ) -> RuleSet:
-        """The rule set this file defines (``on_unproven`` overrides the file's).
-
-        ``on_pass="escalate"`` is the pre-allowance spelling of ``on_unproven="escalate"``
-        (kept so older callers keep working; rules now approve only what they prove).
-        """
-        if on_pass is not None:
-            if on_pass != "escalate":
-                raise ValueError("on_pass is gone: use on_unproven = review or escalate")
-            on_unproven = on_unproven or "escalate"
+        """The rule set this file defines (``on_unproven`` overrides the file's)."""
         return RuleSet(
             self.rules.rule,
             on_unproven=on_unproven or self.rules.on_unproven,

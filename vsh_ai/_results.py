@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ._evidence import Evidence, EvidenceGap
 from ._verdict import Verdict
+from .analysis._secrets import redact_text
 
 __all__ = (
     "MAX_CHANGES",
@@ -190,37 +188,11 @@ def _summary(changes: Sequence[ChangedPath], omitted: int = 0) -> str:
 _SEPARATORS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
-def _fallback_redact(text: str) -> str:
-    """Regex redaction with the rules' patterns (until ``analysis._secrets`` lands)."""
-    from .rules._secrets import BASE64_TOKEN, SECRET_PATTERNS
-
-    for kind, pattern in SECRET_PATTERNS.items():
-        text = pattern.sub(f"[redacted {kind}]", text)
-
-    def encoded(match: re.Match[str]) -> str:
-        token = match.group(0)
-        try:
-            decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_")
-            inner = decoded.decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            return token
-        if any(p.search(inner) for p in SECRET_PATTERNS.values()):
-            return "[redacted base64-encoded secret]"
-        return token
-
-    return BASE64_TOKEN.sub(encoded, text)
-
-
 def redact(text: str) -> str:
     """``text`` with every detected secret replaced by a ``[redacted …]`` marker."""
     if not text:
         return text
-    try:  # H1's shared detector; looked up at run time so this works before it lands
-        module = importlib.import_module("vsh_ai.analysis._secrets")
-    except ImportError:
-        return _fallback_redact(text)
-    redacted, _ = module.redact_text(text)
-    return str(redacted)
+    return redact_text(text)[0]
 
 
 def safe_name(path: str) -> str:

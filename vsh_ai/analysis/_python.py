@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+import io
 import re
+import tokenize
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ __all__ = (
     "LineDiff",
     "ModuleFacts",
     "code_changes",
+    "code_tokens",
     "docstring_free_dump",
     "is_python_source",
     "is_tooling_code",
@@ -913,6 +916,62 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
                 body = body[1:]
             node.body = body or [ast.Pass()]
     return tree
+
+
+def _docstring_spans(tree: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+                and first.end_lineno is not None
+                and first.end_col_offset is not None
+            ):
+                spans.append(
+                    ((first.lineno, first.col_offset), (first.end_lineno, first.end_col_offset))
+                )
+    return spans
+
+
+_LAYOUT_TOKENS = frozenset(
+    (
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENCODING,
+        tokenize.ENDMARKER,
+    )
+)
+
+
+def code_tokens(source: str | bytes) -> tuple[tuple[int, str], ...] | None:
+    """The module's code tokens as written, without comments, docstrings or layout.
+
+    Two versions with the same code tokens differ only in comments, docstrings,
+    blank lines and spacing: a quote-style or spelling sweep through the code itself
+    changes the tokens even where the AST stays the same. None: unparsable.
+    """
+    tree = _parse(source)
+    if isinstance(tree, CodeFact):
+        return None
+    spans = _docstring_spans(tree)
+    data = source if isinstance(source, bytes) else source.encode("utf-8")
+    out: list[tuple[int, str]] = []
+    try:
+        for token in tokenize.tokenize(io.BytesIO(data).readline):
+            if token.type in _LAYOUT_TOKENS:
+                continue
+            if token.type == tokenize.STRING and any(a <= token.start < b for a, b in spans):
+                continue
+            out.append((token.type, token.string))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    return tuple(out)
 
 
 def docstring_free_dump(source: str | bytes) -> str | None:

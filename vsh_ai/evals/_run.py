@@ -142,7 +142,7 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
         timeout=STRESS_TIMEOUT_S if options.stress == "timeout" else None,
         max_concurrency=max(options.concurrency, llm.max_concurrency),
     )
-    rules = file.rule_set(on_pass="escalate", id=f"{file.id}.rules")
+    rules = file.rule_set(on_unproven="escalate", id=f"{file.id}.rules")
     return Pipeline(rules, judge, id=f"{file.id}+llm"), mode
 
 

@@ -14,7 +14,7 @@ from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
 from ._content import ExactContent, ForbiddenPatterns
-from ._deps import AllowDependencyUpdates, DependencyRisks, DependencyVersionsOnly
+from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -38,7 +38,6 @@ __all__ = (
     "ConfigSyntaxError",
     "DeniedChanges",
     "DependencyRisks",
-    "DependencyVersionsOnly",
     "ExactContent",
     "ForbiddenPatterns",
     "KeyConstraint",

@@ -445,6 +445,12 @@ class AllowConfig(Allowance):
     may_change: dict[str, KeyConstraint] = Field(
         default_factory=dict, description="Key pattern -> what the key may become."
     )
+    opaque_tokens: bool = Field(
+        default=False,
+        description="True: added lines (comments included) may hold opaque tokens (12+ "
+        "characters mixing letters and digits). By default they are not claimed: a comment "
+        "is free text, and a credential copied into one parses as no change at all.",
+    )
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(_globs)
@@ -497,6 +503,14 @@ class AllowConfig(Allowance):
         before, after = sides
         if after is MISSING:
             return Claim(False, f"{path} has no content after the change")
+        if not self.opaque_tokens:
+            line = _opaque_line(evidence, path, evidence.after_bytes(path) or b"")
+            if line is not None:
+                return Claim(
+                    False,
+                    f"{path} line {line} adds an opaque token (a key, password, hash or "
+                    "encoded value?); config edits here change operational values only",
+                )
         changes = config_changes(before, after)
         if not changes:
             return Claim(True, f"{path}: same {fmt} values (only comments or formatting)")

@@ -9,7 +9,7 @@ from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants
 from ._content import ExactContent, ForbiddenPatterns
-from ._deps import AllowDependencyUpdates, DependencyRisks, DependencyVersionsOnly
+from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
@@ -33,7 +33,6 @@ AnyRule = Annotated[
         ForbiddenPatterns,
         NoSecrets,
         ConfigInvariants,
-        DependencyVersionsOnly,
         AllowDependencyUpdates,
         DependencyRisks,
         AllowPythonDocs,

@@ -23,6 +23,7 @@ from ..analysis._python import (
     CodeFact,
     FactKind,
     code_changes,
+    code_tokens,
     docstring_free_dump,
     is_python_source,
     is_tooling_code,
@@ -172,10 +173,10 @@ class AllowPythonDocs(Allowance):
         old, new = docstring_free_dump(before), docstring_free_dump(after)
         if old is None or new is None:
             return Claim(False, f"{path} does not parse; it cannot be proven unchanged")
-        if old != new:
+        if old != new or code_tokens(before) != code_tokens(after):
             return Claim(
                 False,
                 f"{path}: the code itself changed (not only comments, docstrings or "
-                "formatting); source edits need a human",
+                "blank lines and spacing); source edits need a human",
             )
-        return Claim(True, f"{path}: only comments, docstrings or formatting changed")
+        return Claim(True, f"{path}: only comments, docstrings or spacing changed")

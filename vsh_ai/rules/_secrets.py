@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Literal
 
 from pydantic import field_validator
@@ -21,7 +20,7 @@ from ._base import Action, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
 
-__all__ = ("BASE64_TOKEN", "SECRET_PATTERNS", "NoSecrets", "find_secret")
+__all__ = ("NoSecrets", "find_secret")
 
 
 def _fingerprint(text: str, finding: SecretFinding) -> str:
@@ -126,17 +125,3 @@ class NoSecrets(Rule):
                 paths=list(unscannable),
             )
         return None
-
-
-# Deprecated: only vsh_ai/llm/_sharing.py still imports these, until it switches to
-# vsh_ai.analysis.redact_text. They are NOT a second detector: nothing here decides.
-BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
-    "an AWS access key id": re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    "a Slack token": re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    "an OpenAI/Anthropic-style API key": re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),
-    "a Stripe key": re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}"),
-    "a JSON web token": re.compile(
-        r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"
-    ),
-}
