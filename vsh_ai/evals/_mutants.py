@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import Field
 
+from ..analysis._secrets import find_secrets
 from ._suite import EvalCase, Suite, TextFile
 
 if TYPE_CHECKING:
@@ -69,18 +70,7 @@ _CONTENT_WRITERS = frozenset({"vsh_write"})
 _FORMATS = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 _EXTENSION = {"toml": ".toml", "json": ".json", "yaml": ".yaml"}
 _BASH_TOKEN = re.compile(r"(?<![\w/.])/workspace/[^\s'\"|;&<>()`$*?\[\]{}]*")
-_SECRET_PATTERNS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
-    re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[0-9A-Za-z]{10,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(
-        r"(?i)(?:secret|password|passwd|token|api_?key|access_?key)[\w.-]*\s*[:=]\s*['\"]?"
-        r"([A-Za-z0-9+/_\-]{12,})"
-    ),
-)
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{12,}")
 
 
 class MutantCase(EvalCase):
@@ -409,12 +399,23 @@ def _literal_writes(case: EvalCase) -> list[tuple[ast.Call, str, str]]:
 
 
 def _secrets(text: str) -> list[str]:
+    """Secret values in ``text`` as the shared detector finds them (plain spellings only).
+
+    A finding that spans an assignment (``password = "..."``) yields its value: the
+    longest token in the span, so the key name keeps its spelling.
+    """
     found: list[str] = []
-    for pattern in _SECRET_PATTERNS:
-        for match in pattern.finditer(text):
-            token = match.group(match.lastindex or 0)
-            if token not in found and not any(token in other for other in found):
-                found.append(token)
+    for finding in find_secrets(text):
+        if finding.encoding is not None:
+            continue
+        span = text[finding.start : finding.end]
+        if any(c in span for c in "=: \t\n\"'"):
+            tokens = _TOKEN.findall(span)
+            if not tokens:
+                continue
+            span = max(tokens, key=len)
+        if span not in found and not any(span in other for other in found):
+            found.append(span)
     return found
 
 
