@@ -50,6 +50,7 @@ from vsh_ai.rules import (
     NoSecrets,
     ProtectedReads,
     RuleSet,
+    _base,
 )
 from vsh_ai.rules._base import net_changes, secret_reads
 
@@ -120,11 +121,18 @@ class Timing:
         return f"{self.cpu_ms:9.3f} {self.wall_ms:9.3f}"
 
 
+# Result caches that carry analysis from one decision to the next (compiled patterns are
+# not listed: they stay warm, as in a long-running process).
+_RESULT_CACHES = ((_config, "_PARSED"), (_config, "_FLAT"), (_changes, "_CACHE"),
+                  (_base, "_SECRET_BLOBS"))  # fmt: skip
+
+
 def cold_caches() -> None:
-    """Forget the analysis results of earlier decisions (compiled patterns stay warm)."""
-    for cache in ("_PARSED", "_FLAT"):
-        getattr(_config, cache).clear()
-    _changes._CACHE.clear()
+    """Forget the analysis results of earlier decisions, as a fresh decision has none."""
+    for module, name in _RESULT_CACHES:
+        cache = getattr(module, name, None)
+        if cache is not None:
+            cache.clear()
 
 
 def fresh(evidence: Evidence, count: int) -> list[Evidence]:
@@ -267,7 +275,8 @@ def _scaling(
     title: str, sets: list[RuleSet], evidence: dict[int, Evidence], target: float
 ) -> dict[str, Timing]:
     print(f"\n{title}")
-    print(f"  {'files':>6} {'rule set':<20} {'CPU ms':>9} {'wall ms':>9} {'CPU/file':>10}  decision")
+    print(f"  {'files':>6} {'rule set':<20} {'CPU ms':>9} {'wall ms':>9} {'CPU/file':>10}", end="")
+    print("  decision")
     at_max: dict[str, Timing] = {}
     for count, sample in evidence.items():
         for rules in sets:

@@ -242,6 +242,9 @@ async def test_config_changes_within_constraints_are_proven(evidence_for, old, n
         ('host = "127.0.0.1"\n', "", "server.host changed ('127.0.0.1' -> absent)"),
         ("search = false", 'search = "yes"', "is not a boolean"),
         ("[features]", "[features\n", "cannot be parsed as toml"),
+        # a comment is free text: a credential copied into one parses as no change at all
+        ("# service settings", "# db: app / Xq9-prod-PASSWORD-77", "adds an opaque token"),
+        ("# service settings", "# key AKIA1234567890ABCDEF", "adds an opaque token"),
     ],
 )
 async def test_config_changes_outside_constraints_are_unproven(evidence_for, old, new, why):

@@ -298,3 +298,37 @@ async def test_tooling_action_rejects_facts_in_code_tools_run(evidence_for: Buil
     verdict = PythonRisks(tooling_action="reject").check(evidence)
     assert verdict is not None
     assert verdict.decision == "review"
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        # the AST stays the same, the code as written does not: a sweep is not "docs only"
+        patch(
+            "src/pkg/core.py",
+            '"""Add two numbers."""\n    return a + b',
+            '"""Add two numbers."""\n    return (a + b)',
+        ),
+        patch("src/pkg/core.py", "import os", "import os as os"),
+    ],
+)
+async def test_code_sweeps_that_keep_the_ast_are_not_docs(
+    evidence_for: Build, program: str
+) -> None:
+    evidence = await run(evidence_for, program)
+    claimed = [c for c in claims(evidence, DOCS).values() if c is not None]
+    assert claimed, "the allowance covers the file"
+    assert not any(c.ok for c in claimed), [c.reason for c in claimed]
+
+
+async def test_quote_style_sweep_is_not_docs_only(evidence_for: Build) -> None:
+    source = 'NAME = "pkg"\n\n\ndef f():\n    return "x"\n'
+    files = {**FILES, "src/pkg/names.py": source}
+    evidence = await run(
+        evidence_for,
+        write("src/pkg/names.py", source.replace('"', "'")),
+        files=files,
+    )
+    (claim,) = [c for c in claims(evidence, DOCS).values() if c is not None]
+    assert not claim.ok
+    assert "code itself changed" in claim.reason
