@@ -718,9 +718,11 @@ def _evidence(files: dict[str, str], code: str) -> Any:
             for name, text in files.items():
                 _write(Path(tmp, name), text)
             budget = vsh.ExecutionBudget(max_duration_ms=120_000, max_os_calls=200_000)
-            result = await simulate(tmp, code, policy="strict", budget=budget)
-            assert result.evidence is not None, result.deny_reason
-            return result.evidence
+            try:
+                result = await simulate(tmp, code, policy="balanced", budget=budget)
+            except vsh.VshExecutionError as error:
+                return str(error).strip().splitlines()[-1]
+            return result.evidence if result.evidence is not None else result.deny_reason
 
     return anyio.run(build)
 
@@ -733,6 +735,8 @@ def _evidence_cases() -> list[tuple[str, Any]]:
     text = _code_lines(10 * KIB)
     edits = {f"src/m{i:03d}.py": text for i in range(100)}
     many = {f"data/d{j}/f{i:03d}.txt": f"row {i}\n" * 20 for j in range(2) for i in range(250)}
+    many["out/.keep"] = ""
+    many.update({f"keep/k{i:04d}.txt": "kept\n" for i in range(2000)})  # under the delete ratio
     return [
         (
             "100 files of 10 KiB edited",
@@ -746,8 +750,8 @@ def _evidence_cases() -> list[tuple[str, Any]]:
             "dir of 500 files renamed 20x",
             _evidence(
                 many,
-                "import os\nfor k in range(20):\n"
-                "    os.rename('/workspace/data' if k == 0 else f'/workspace/m{k - 1}',"
+                "for k in range(20):\n"
+                "    vsh_move('/workspace/data' if k == 0 else f'/workspace/m{k - 1}',"
                 " f'/workspace/m{k}')\n",
             ),
         ),
@@ -764,9 +768,9 @@ def _evidence_cases() -> list[tuple[str, Any]]:
             "500 copies and 500 deletes",
             _evidence(
                 many,
-                "import shutil, os\nfor j in range(2):\n    for i in range(250):\n"
+                "for j in range(2):\n    for i in range(250):\n"
                 "        p = f'/workspace/data/d{j}/f{i:03d}.txt'\n"
-                "        shutil.copy(p, f'/workspace/c{j}_{i:03d}.txt')\n        os.remove(p)\n",
+                "        vsh_copy(p, f'/workspace/c{j}_{i:03d}.txt')\n        vsh_remove(p)\n",
             ),
         ),
     ]
@@ -796,6 +800,9 @@ def _evidence_section() -> None:
         return unshared_paths(evidence, lambda path: not path.startswith("data/d0"))
 
     for label, evidence in _EVIDENCE:
+        if isinstance(evidence, str):
+            print(f"{'(skipped)':22} {label:38} VSH denied it: {evidence}")
+            continue
         size = max(_captured(evidence), 1)
         label = f"{label} ({len(evidence.effects)} effects)"
         for name, function in (

@@ -17,7 +17,7 @@ Prints:
   * where the time goes at 1,000 files (each denial, the secret-read scan, net changes,
     the claims).
 
-    .venv/bin/python benchmarks/rules.py            # everything (about a minute)
+    .venv/bin/python benchmarks/rules.py            # everything (3-4 min on a loaded 2-core box)
     .venv/bin/python benchmarks/rules.py --quick    # fewer runs, 1 and 1,000 files only
 """
 

@@ -78,8 +78,8 @@ def test_python_judge_that_approves_everything_is_listed_case_by_case(
     ("argv", "message"),
     [
         (["eval", "nope"], "unknown suite 'nope'"),
-        (["eval", "--fail-if", "unsafe_approvals>>0"], "expected METRIC OP NUMBER"),
-        (["eval", "--fail-if", "__import__('os')>0"], "expected METRIC OP NUMBER"),
+        (["eval", "--fail-if", "unsafe_approvals>>0"], "expected [SUITE:]METRIC OP NUMBER"),
+        (["eval", "--fail-if", "__import__('os')>0"], "expected [SUITE:]METRIC OP NUMBER"),
         (["eval", "--fail-if", "bogus>0"], "unknown metric"),
         (["eval", "--record"], "--record and --replay need --model NAME"),
         (["eval", "--judge", "no_such_module:judge"], "cannot load it"),
@@ -93,7 +93,8 @@ def test_bad_input_exits_2_with_a_fix(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(argv) == 2
-    assert message in " ".join(capsys.readouterr().out.split())
+    captured = capsys.readouterr()
+    assert message in " ".join((captured.out + captured.err).split())
 
 
 def test_lists_suites_and_judges(capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,4 +219,4 @@ def test_stress_reports_rules_and_model_approvals_apart(
 
 def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "data-cleanup", "--workers", "0"]) == 2
-    assert "--workers must be at least 1" in capsys.readouterr().out
+    assert "--workers must be at least 1" in capsys.readouterr().err

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 __all__ = ("main",)
 
@@ -26,13 +28,16 @@ examples:
   vsh-ai eval                                   every bundled suite, its rule judge
   vsh-ai eval service-config --repeat 3         one suite, three runs per case
   vsh-ai eval --judge judges/secrets-hygiene.toml   another judge file
-  vsh-ai eval --judge mypkg.judges:my_judge     a Python Judge object or factory
+  vsh-ai eval --judge secrets-hygiene           a bundled judge, by name
+  vsh-ai eval --judge mypkg.judges:my_judge     a Python Judge object or factory (the
+                                                current folder is importable)
   vsh-ai eval --stress always-approve           rules in front of a deliberately wrong model
   vsh-ai eval --mutants                         also score meaning-preserving variants
   vsh-ai eval --mutants --fail-if "mutant_unsafe_approvals>0"   CI gate on mutants too
   vsh-ai eval --model openai:gpt-4o-mini --record   live once, save traffic
   vsh-ai eval --model openai:gpt-4o-mini --replay   replay saved traffic, no network
   vsh-ai eval --fail-if "unsafe_approvals>0" --json report.json   CI gate
+  vsh-ai eval --fail-if "service-config:safe_approval_rate<0.5"   one suite's figure
 
 Mutants (--mutants) are every case again with the same change spelled differently:
 paths (/workspace/./x, d/../d/x), file-name case, one directory deeper, the config in
@@ -40,7 +45,19 @@ another format, secrets encoded, other file helpers, Bash. Each keeps its case's
 and is reported apart, by mutation kind. A mutant whose VSH diff does not match its
 case's is skipped, not scored. Large runs use two worker processes (--workers).
 
-exit status: 0 ok, 1 a --fail-if gate tripped, 2 a run failure or bad input.
+Gates: --fail-if "[SUITE:]METRIC OP NUMBER" (repeatable). A gate on a figure with no
+data (no safe cases, no mutants, a suite not run) trips with a message: it never
+passes by omission.
+
+exit status: 0 ok, 1 a --fail-if gate tripped, 2 a run failure, bad input or a
+configuration error (missing API key, unknown model, unwritable output path, ...).
+"""
+
+_CHECK_HELP = """\
+Validate judge files (.toml) and eval suites (.yaml/.yml) without running anything.
+
+Errors name the file, the field (or case) and the fix. A suite's judge file is checked
+too. A folder checks every judge file and suite in it. Exit status 2 on any error.
 """
 
 
@@ -51,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="vsh-ai",
         description="vsh-ai: simulate AI agents' file changes in VSH and judge the exact diff.",
     )
+    parser.add_argument("--version", action="version", version=_version_line())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = commands.add_parser(
         "eval",
@@ -86,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--replay", action="store_true", help="with --model: replay saved traffic, no network"
     )
+    run.add_argument(
+        "--recordings",
+        type=Path,
+        metavar="DIR",
+        help="where --record saves and --replay reads traffic (default: recordings/ beside "
+        "the suite file; ./recordings for suites inside the installed package)",
+    )
     run.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per case (flips)")
     run.add_argument(
         "--concurrency", type=int, default=16, metavar="N", help="cases judged at once"
@@ -97,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="EXPR",
-        help="exit 1 when METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0'; metrics: "
+        help="exit 1 when [SUITE:]METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0' or "
+        "'service-config:safe_approval_rate<0.5'; no data trips the gate; metrics: "
         + ", ".join(GATE_METRICS),
     )
     run.add_argument(
@@ -113,22 +139,93 @@ def _parser() -> argparse.ArgumentParser:
         help="worker processes for large runs of file judges (default: idle CPUs, at most 2)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="full feedback for every wrong decision and the traceback of every judge that "
+        "raised (also of an unexpected error)",
+    )
     commands.add_parser("suites", help="list the bundled eval suites")
     commands.add_parser("judges", help="list the bundled judge files")
+    check = commands.add_parser(
+        "check",
+        help="validate judge files and suites (located errors, exit 2 on any)",
+        description=_CHECK_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="judge .toml, suite .yaml, folder")
+    schema = commands.add_parser(
+        "schema", help="print the JSON schema of judge files or suites (for editors)"
+    )
+    schema.add_argument("kind", choices=("judge", "suite"), help="which schema")
+    schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
     return parser
+
+
+def _version_line() -> str:
+    from .evals._report import versions
+
+    found = versions()
+    return (
+        f"vsh-ai {found['vsh-ai']} (vsh-python {found['vsh-python']}, "
+        f"pydantic-ai {found['pydantic-ai-slim']}, Python {found['python']})"
+    )
+
+
+class UsageError(ValueError):
+    """Bad command-line input found before anything runs (exit 2)."""
+
+
+def _check_output(path: Path | None, flag: str) -> None:
+    """Refuse an output path that cannot be written, before a (possibly paid) run."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; name a file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: folder {parent} does not exist; create it first")
+    writable = os.access(path, os.W_OK) if path.exists() else os.access(parent, os.W_OK | os.X_OK)
+    if not writable:
+        raise UsageError(f"{flag} {path}: not writable; choose another path")
+
+
+def _write(path: Path, text: str, flag: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: cannot write it ({error.strerror})") from None
 
 
 def _eval(args: argparse.Namespace, console: Console) -> int:
     from .evals import (
         EvalOptions,
         Gate,
+        GateError,
         find_suites,
+        load_suite,
         render_markdown,
         render_terminal,
         run_evals,
     )
 
     gates = [Gate.parse(expression) for expression in args.fail_if]
+    _check_output(args.json, "--json")
+    _check_output(args.markdown, "--markdown")
+    if args.json and args.markdown and args.json.resolve() == args.markdown.resolve():
+        raise UsageError("--json and --markdown name the same file; choose two paths")
+    # Like `python -m`, pytest and uvicorn: `--judge mymodule:judge` imports from here.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    suites = [load_suite(path) for path in find_suites(args.suites)]
+    names = [suite.scenario for suite in suites]
+    for gate in gates:
+        if gate.suite is not None and gate.suite not in names:
+            raise GateError(
+                f"--fail-if {gate.label}{gate.op}{gate.value:g}: suite {gate.suite!r} is not "
+                f"in this run ({', '.join(names)})"
+            )
     options = EvalOptions(
         judge=args.judge,
         model=args.model,
@@ -140,14 +237,17 @@ def _eval(args: argparse.Namespace, console: Console) -> int:
         progress=not args.no_progress and console.is_terminal,
         mutants=args.mutants,
         workers=args.workers,
+        recordings=args.recordings,
     )
     options.validate()
-    report = anyio.run(run_evals, find_suites(args.suites), options)
-    render_terminal(report, console)
+    report = anyio.run(run_evals, suites, options)
+    render_terminal(report, console, verbose=args.verbose)
+    for recorder in options._recorders:
+        console.print(f"recorded model traffic: {escape(str(recorder.path))}", emoji=False)
     if args.json:
-        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _write(args.json, report.model_dump_json(indent=2) + "\n", "--json")
     if args.markdown:
-        args.markdown.write_text(render_markdown(report), encoding="utf-8")
+        _write(args.markdown, render_markdown(report), "--markdown")
     if report.run_failures:
         console.print(
             f"[bold red]error:[/] {len(report.run_failures)} case(s) could not be run; "
@@ -187,23 +287,139 @@ def _judges(console: Console) -> int:
     return 0
 
 
+def _check_paths(names: Sequence[str]) -> list[Path]:
+    paths: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(
+                p for p in path.iterdir() if p.suffix in (".toml", ".yaml", ".yml") and p.is_file()
+            )
+            paths += found or [path]
+        else:
+            paths.append(path)
+    return paths
+
+
+def _check_one(path: Path) -> str:
+    """What ``path`` holds, once validated; raises the loader's located error."""
+    from ._judge_files import JudgeFileError, load_judge_file
+    from .evals import SuiteError, load_suite
+
+    if path.is_dir():
+        raise SuiteError(f"{path}: no judge files (.toml) or suites (.yaml) in this folder")
+    if path.suffix == ".toml":
+        spec = load_judge_file(path)
+        rules = spec.rule_set()
+        return (
+            f"judge {spec.id!r}: {len(rules.allowances)} allowances, "
+            f"{len(rules.denials)} denials, on_unproven {spec.rules.on_unproven}, "
+            f"llm {'yes' if spec.llm else 'no'}"
+        )
+    if path.suffix in (".yaml", ".yml"):
+        suite = load_suite(path)
+        judge = suite.judge_path
+        if judge is not None:
+            if not judge.is_file():
+                raise SuiteError(
+                    f"{path}: field 'judge': judge file {suite.judge!r} not found (relative to "
+                    "the suite's folder, its parent, or the bundled judges)"
+                )
+            try:
+                load_judge_file(judge)
+            except JudgeFileError as error:
+                raise SuiteError(f"{path}: its judge file is invalid:\n{error}") from None
+        unsafe = sum(case.unsafe for case in suite.cases)
+        return (
+            f"suite {suite.scenario!r}: {len(suite.cases)} cases ({unsafe} unsafe), "
+            f"judge {judge if judge else 'none (pass --judge)'}"
+        )
+    raise SuiteError(f"{path}: not a judge file (.toml) or a suite (.yaml/.yml)")
+
+
+def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from ._judge_files import JudgeFileError
+    from .evals import SuiteError
+
+    failed = 0
+    for path in _check_paths(args.files):
+        try:
+            summary = _check_one(path)
+        except (JudgeFileError, SuiteError, ValueError) as error:
+            failed += 1
+            errors.print(Text("error: " + str(error), style="red"), emoji=False, highlight=False)
+        else:
+            console.print(Text(f"{path}: ok, {summary}"), emoji=False, highlight=False)
+    if failed:
+        errors.print(Text(f"{failed} file(s) with errors", style="bold red"))
+    return 2 if failed else 0
+
+
+def _schema(args: argparse.Namespace, console: Console) -> int:
+    import json
+
+    from ._judge_files import schema
+    from .evals import suite_json_schema
+
+    if args.kind == "judge":
+        text = json.dumps(schema(), indent=2, sort_keys=True) + "\n"
+    else:
+        text = suite_json_schema()
+    if args.out is not None:
+        _check_output(args.out, "--out")
+        _write(args.out, text, "--out")
+        console.print(Text(f"wrote the {args.kind} schema to {args.out}"), emoji=False)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``vsh-ai`` console script; returns the exit status."""
+    """Entry point of the ``vsh-ai`` console script; returns the exit status.
+
+    0 ok; 1 a ``--fail-if`` gate tripped (nothing else); 2 bad input, a configuration
+    error or a run failure, reported as one ``error:`` line on stderr.
+    """
     from ._judge_files import JudgeFileError
     from .evals import EvalSetupError, GateError, ReplayError, SuiteError
+    from .evals._pool import WorkerError
 
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
     args = _parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=120)
+    errors = Console(stderr=True, soft_wrap=True)
+    known = (
+        SuiteError,
+        JudgeFileError,
+        EvalSetupError,
+        GateError,
+        ReplayError,
+        UsageError,
+        WorkerError,
+    )
     try:
         if args.command == "eval":
             return _eval(args, console)
+        if args.command == "check":
+            return _check(args, console, errors)
+        if args.command == "schema":
+            return _schema(args, console)
         if args.command == "suites":
             return _suites(console)
         return _judges(console)
-    except (SuiteError, JudgeFileError, EvalSetupError, GateError, ReplayError) as error:
+    except known as error:
         # Verbatim: a path or module:attr in the message is neither markup nor an emoji.
-        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, emoji=False)
+        errors.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, emoji=False)
+        return 2
+    except Exception as error:  # a bug or an environment problem: still not a gate (1)
+        if getattr(args, "verbose", False):
+            errors.print(Text(traceback.format_exc()), emoji=False, highlight=False)
+        hint = "" if getattr(args, "verbose", False) else " (--verbose shows the traceback)"
+        errors.print(
+            Text(f"error: unexpected {type(error).__name__}: {error}{hint}", style="red"),
+            emoji=False,
+            highlight=False,
+        )
         return 2
 
 

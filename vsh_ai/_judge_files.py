@@ -9,6 +9,7 @@ A judge file has a top-level ``id`` and ``description``, a ``[rules]`` table wit
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from os import PathLike
@@ -30,8 +31,11 @@ __all__ = (
     "JudgeFileError",
     "LLMSection",
     "RulesSection",
+    "bundled_judges",
     "load_judge",
     "load_judge_file",
+    "resolve_judge_path",
+    "schema",
 )
 
 _SCHEMA_HINT = "see judges/schema.json for every field"
@@ -220,6 +224,34 @@ def load_judge_file(path: str | PathLike[str]) -> JudgeFile:
         raise JudgeFileError(_format_errors(file, error)) from None
 
 
+def bundled_judges() -> dict[str, Path]:
+    """The bundled judge files by name (``service-config`` -> its ``judges/*.toml`` path)."""
+    from .evals._suite import bundled_root
+
+    return {p.stem: p for p in sorted((bundled_root() / "judges").glob("*.toml"))}
+
+
+_BUNDLED_SPELLING = re.compile(r"^(?:judges/)?([a-z0-9][a-z0-9-]*)(?:\.toml)?$")
+
+
+def resolve_judge_path(path: str | PathLike[str]) -> Path:
+    """A judge file: ``path`` when it exists, else the bundled judge it names.
+
+    ``service-config``, ``service-config.toml`` and ``judges/service-config.toml`` name the
+    bundled judge when no such file exists relative to the current folder, so examples
+    work from anywhere. Anything else is returned unchanged (and fails to load there).
+    """
+    file = Path(path)
+    if file.exists():
+        return file
+    match = _BUNDLED_SPELLING.match(str(path).replace("\\", "/"))
+    if match is not None:
+        bundled = bundled_judges().get(match.group(1))
+        if bundled is not None:
+            return bundled
+    return file
+
+
 def load_judge(
     path: str | PathLike[str],
     *,
@@ -232,8 +264,11 @@ def load_judge(
     ``on_unproven``. With ``[llm]``: ``Pipeline(rules escalating what they cannot prove,
     LLMCommitJudge)``
     using ``model`` (a name or pydantic-ai Model) or ``llm.model``; naming no model is
-    an error, since a judge file never creates an LLM implicitly.
+    an error, since a judge file never creates an LLM implicitly. ``path`` may name a
+    bundled judge (``"service-config"``) when no such file exists (see
+    :func:`resolve_judge_path`).
     """
+    path = resolve_judge_path(path)
     spec = load_judge_file(path)
     if spec.llm is None:
         if model is not None and not skip_llm:

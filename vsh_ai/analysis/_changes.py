@@ -266,6 +266,9 @@ def destructive_edit(before: str, after: str) -> str | None:
     return f"{' and '.join(parts)} of {meaningful} meaningful lines"
 
 
+_PAIRING_LIMIT = 4_000_000
+
+
 def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib opcodes, with the common head and tail paired first (fast for small edits)."""
     head = 0
@@ -276,9 +279,11 @@ def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, i
     while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     out: list[tuple[str, int, int, int, int]] = [("equal", 0, head, 0, head)] if head else []
-    middle = difflib.SequenceMatcher(
-        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False
-    )
+    old_mid, new_mid = old[head : len(old) - tail], new[head : len(new) - tail]
+    # Exact pairing is quadratic or worse on large, repetitive middles (seconds to
+    # minutes on crafted files): beyond this size difflib's junk heuristic bounds it.
+    exact = len(old_mid) * len(new_mid) <= _PAIRING_LIMIT
+    middle = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=not exact)
     out.extend(
         (tag, i1 + head, i2 + head, j1 + head, j2 + head)
         for tag, i1, i2, j1, j2 in middle.get_opcodes()

@@ -28,8 +28,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import bracex  # wcmatch's own brace expander (a dependency of wcmatch, same maintainer)
+import re2  # google-re2: linear-time matching of untrusted paths
 from wcmatch import glob as _wc
 
 __all__ = ("GLOB_DIALECT", "check_globs", "fold", "glob_matches", "matching")
@@ -190,12 +192,17 @@ def _compiled(pattern: str, ignore_case: bool) -> _Compiled:
 
 
 @lru_cache(maxsize=1024)
-def _combined(patterns: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+def _combined(patterns: tuple[str, ...], ignore_case: bool) -> Any:
+    """One RE2 alternation of every pattern's pre-filter.
+
+    RE2, not ``re``: paths come from the agent, and star-heavy globs against long names
+    or deep paths backtrack polynomially in a backtracking engine (seconds per path).
+    """
     body = "|".join(
         f"(?P<g{index}>{_compiled(pattern, ignore_case).filter})"
         for index, pattern in enumerate(patterns)
     )
-    return re.compile(body or "(?!)", re.DOTALL)
+    return re2.compile("(?s)" + body) if body else re2.compile("[^\\x00-\\x{10FFFF}]")
 
 
 def check_globs(globs: Iterable[str]) -> tuple[str, ...]:

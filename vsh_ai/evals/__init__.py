@@ -9,13 +9,23 @@ from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, 
 from ._models import STRESS_MODES, StressMode, stress_model
 from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
 from ._replay import RecordingModel, Recordings, ReplayError, ReplayModel, request_digest
-from ._report import GATE_METRICS, EvalReport, Gate, GateError, render_markdown, render_terminal
-from ._run import EvalOptions, EvalSetupError, build_judge, run_evals
+from ._report import (
+    GATE_METRICS,
+    REPORT_SCHEMA_VERSION,
+    EvalReport,
+    Gate,
+    GateError,
+    render_markdown,
+    render_terminal,
+    wrong_decisions,
+)
+from ._run import EvalOptions, EvalSetupError, build_judge, recordings_dir, run_evals
 from ._runner import (
     CURRENT_CASE,
     CaseOutcome,
     MutantKindRow,
     MutantResult,
+    RuleCoverage,
     RunFailure,
     Skipped,
     SuiteResult,
@@ -42,6 +52,7 @@ __all__ = (
     "CURRENT_CASE",
     "GATE_METRICS",
     "MUTATION_KINDS",
+    "REPORT_SCHEMA_VERSION",
     "STRESS_MODES",
     "BinaryFile",
     "CaseOutcome",
@@ -62,6 +73,7 @@ __all__ = (
     "Recordings",
     "ReplayError",
     "ReplayModel",
+    "RuleCoverage",
     "RunFailure",
     "Skipped",
     "StressMode",
@@ -80,6 +92,7 @@ __all__ = (
     "evaluate_suite",
     "find_suites",
     "load_suite",
+    "recordings_dir",
     "render_markdown",
     "render_terminal",
     "request_digest",
@@ -88,4 +101,5 @@ __all__ = (
     "stress_model",
     "suite_json_schema",
     "suite_mutants",
+    "wrong_decisions",
 )

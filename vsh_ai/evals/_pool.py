@@ -16,8 +16,8 @@ from typing import IO, Any, cast
 
 import anyio
 
-from .._hooks import JudgeHook, as_hook
-from ._runner import RunResult, run_families
+from .._hooks import JudgeHook
+from ._runner import RunResult, run_families, traced_hook
 from ._suite import EvalCase, Suite
 
 __all__ = ("Chunk", "WorkerError", "default_workers", "run_in_pool")
@@ -54,7 +54,7 @@ def _hook(suite: Suite, judge: str | None, stress: str | None, concurrency: int)
         built, _ = build_judge(
             suite, EvalOptions(judge=judge, stress=stress, concurrency=concurrency)
         )
-        _HOOKS[key] = as_hook(built, max_concurrency=concurrency)
+        _HOOKS[key] = traced_hook(built, max_concurrency=concurrency)
     return _HOOKS[key]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 from rich.console import Console, Group
@@ -16,7 +17,17 @@ from ._metrics import LABELS, Metrics
 from ._mutants import MUTATION_KINDS
 from ._runner import MutantKindRow, RunFailure, SuiteResult
 
-__all__ = ("GATE_METRICS", "EvalReport", "Gate", "GateError", "render_markdown", "render_terminal")
+__all__ = (
+    "GATE_METRICS",
+    "REPORT_SCHEMA_VERSION",
+    "EvalReport",
+    "Gate",
+    "GateError",
+    "render_markdown",
+    "render_terminal",
+    "versions",
+    "wrong_decisions",
+)
 
 GATE_METRICS = (
     "unsafe_approvals",
@@ -50,7 +61,11 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_GATE = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+_GATE = re.compile(
+    r"^\s*(?:([a-z0-9][a-z0-9-]*)\s*:\s*)?([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$"
+)
+REPORT_SCHEMA_VERSION = 2
+"""Version of the ``--json`` layout; 2 added versions, digests, expected, coverage."""
 
 
 _ZERO = dict.fromkeys(
@@ -72,56 +87,116 @@ class GateError(ValueError):
 
 
 class Gate(BaseModel):
-    """``metric op number``, e.g. ``unsafe_approvals>0``: trips (fails CI) when true."""
+    """``[suite:]metric op number``, e.g. ``unsafe_approvals>0``: trips (fails CI) when true.
+
+    With a suite (``service-config:safe_approval_rate<0.5``) the gate reads that suite's
+    figures; without one, the overall figures.
+    """
 
     metric: str
     op: str
     value: float
+    suite: str | None = None
 
     @classmethod
     def parse(cls, expression: str) -> Gate:
         match = _GATE.match(expression)
         if not match:
             raise GateError(
-                f"--fail-if {expression!r}: expected METRIC OP NUMBER such as "
-                f"'unsafe_approvals>0' (OP is one of {' '.join(_OPS)})"
+                f"--fail-if {expression!r}: expected [SUITE:]METRIC OP NUMBER such as "
+                f"'unsafe_approvals>0' or 'service-config:safe_approval_rate<0.5' "
+                f"(OP is one of {' '.join(_OPS)})"
             )
-        metric, op, value = match.groups()
+        suite, metric, op, value = match.groups()
         if metric not in GATE_METRICS:
             raise GateError(
                 f"--fail-if {expression!r}: unknown metric; use one of {', '.join(GATE_METRICS)}"
             )
-        return cls(metric=metric, op=op, value=float(value))
+        return cls(metric=metric, op=op, value=float(value), suite=suite)
+
+    @property
+    def label(self) -> str:
+        return f"{self.suite}:{self.metric}" if self.suite else self.metric
+
+    def _actual(self, report: EvalReport) -> float | int | str | None:
+        """The figure, or a string saying why there is none."""
+        suites = report.suites
+        metrics = report.overall
+        mutants = report.mutants
+        failures = len(report.run_failures)
+        if self.suite is not None:
+            chosen = [s for s in report.suites if s.scenario == self.suite]
+            if not chosen:
+                ran = ", ".join(s.scenario for s in report.suites) or "none"
+                return f"suite {self.suite!r} was not run (ran: {ran})"
+            suites = chosen
+            metrics = chosen[0].metrics
+            mutants = chosen[0].mutants.metrics if chosen[0].mutants else None
+            failures = len(chosen[0].run_failures)
+        if self.metric == "run_failures":
+            return failures
+        if self.metric.startswith("mutant_"):
+            if mutants is None:
+                return "no mutants were run (add --mutants)"
+            name = self.metric.removeprefix("mutant_")
+            if name == "safe_drift":
+                return sum(len(s.mutants.safe_drift_cases) for s in suites if s.mutants)
+            if name == "skipped":
+                return sum(len(s.mutants.skipped) for s in suites if s.mutants)
+            value: float | int | None = getattr(mutants, name)
+            return value
+        value = getattr(metrics, self.metric)
+        return value
 
     def check(self, report: EvalReport) -> str | None:
         """The reason the gate trips, or None.
 
-        A metric without data never trips, except a ``mutant_*`` gate on a run without
-        mutants: that trips with a message, so a CI gate cannot pass by omission.
+        A gate never passes on missing data: a metric without data (no safe cases for
+        ``safe_approval_rate``, no mutants for a ``mutant_*`` gate, a suite that was not
+        run) trips with a message saying so.
         """
-        actual: float | int | None
-        if self.metric == "run_failures":
-            actual = len(report.run_failures)
-        elif self.metric.startswith("mutant_"):
-            if report.mutants is None:
-                return f"{self.metric}: no mutants were run (add --mutants)"
-            name = self.metric.removeprefix("mutant_")
-            if name == "safe_drift":
-                actual = report.mutant_safe_drift
-            elif name == "skipped":
-                actual = report.mutant_skipped
-            else:
-                actual = getattr(report.mutants, name)
-        else:
-            actual = getattr(report.overall, self.metric)
-        if actual is None or not _OPS[self.op](float(actual), self.value):
+        actual = self._actual(report)
+        if isinstance(actual, str):
+            return f"{self.label}: {actual}; the gate cannot pass without data"
+        if actual is None:
+            return (
+                f"{self.label}: no data (nothing in this run measures it); "
+                "the gate cannot pass without data"
+            )
+        if not _OPS[self.op](float(actual), self.value):
             return None
-        return f"{self.metric} = {_fmt(actual)} (gate: {self.metric}{self.op}{_fmt(self.value)})"
+        return f"{self.label} = {_fmt(actual)} (gate: {self.label}{self.op}{_fmt(self.value)})"
+
+
+def versions() -> dict[str, str]:
+    """Versions a report depends on: vsh-ai, vsh-python, pydantic-ai, Python."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("vsh-ai", "vsh-python", "pydantic-ai-slim", "pydantic-evals"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "unknown"
+    out["python"] = platform.python_version()
+    return out
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class EvalReport(BaseModel):
     """Every suite's result and the overall metrics (also the ``--json`` format)."""
 
+    schema_version: int = Field(
+        default=REPORT_SCHEMA_VERSION, description="Version of this report's layout."
+    )
+    created: str = Field(default_factory=_now, description="When the run ended (UTC, ISO 8601).")
+    versions: dict[str, str] = Field(
+        default_factory=versions, description="vsh-ai, VSH, Pydantic AI and Python versions."
+    )
     suites: list[SuiteResult]
     overall: Metrics
     run_failures: list[RunFailure]
@@ -248,8 +323,64 @@ def _unsafe_lines(report: EvalReport) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def render_terminal(report: EvalReport, console: Console | None = None) -> None:
-    """Print the report: unsafe approvals first, then per-suite and overall figures."""
+def _one_line(text: str, limit: int | None) -> str:
+    flat = " ".join(text.split())
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def wrong_decisions(report: EvalReport, limit: int | None = 300) -> list[str]:
+    """Every case decided unlike its label: unsafe approvals first, then the rest.
+
+    Each line names the suite and case, expected vs decided, the deciding judge or rule
+    (the verdict's judge id), the rules and allowances the verdict named, and its feedback.
+    """
+    unsafe: list[str] = []
+    other: list[str] = []
+    for suite in report.suites:
+        labels = {o.case_id: o.expected for o in suite.observations}
+        for outcome in suite.outcomes:
+            expected = outcome.expected or labels.get(outcome.case_id)
+            if expected is None or outcome.decided == expected:
+                continue
+            rules = f" [rules: {', '.join(outcome.rules)}]" if outcome.rules else ""
+            failure = f" ({outcome.failure})" if outcome.failure else ""
+            line = (
+                f"{suite.scenario}/{outcome.case_id}: expected {expected}, decided "
+                f"{outcome.decided}{failure} by {outcome.decided_by}{rules}: "
+                + _one_line(outcome.reason, limit)
+            )
+            (unsafe if outcome.decided == "approve" else other).append(line)
+    return list(dict.fromkeys(unsafe + other))
+
+
+def _raised(report: EvalReport) -> list[tuple[str, str]]:
+    """(suite/case, traceback) for every run whose judge raised."""
+    found: dict[str, str] = {}
+    for suite in report.suites:
+        outcomes = [*suite.outcomes, *(suite.mutants.outcomes if suite.mutants else [])]
+        for outcome in outcomes:
+            if outcome.traceback:
+                found.setdefault(f"{suite.scenario}/{outcome.case_id}", outcome.traceback)
+    return list(found.items())
+
+
+def _coverage_line(suite: SuiteResult) -> str | None:
+    if not suite.coverage:
+        return None
+    fired = [row for row in suite.coverage if row.cases]
+    dead = suite.never_fired
+    text = f"rule coverage: {len(fired)} of {len(suite.coverage)} rules named by a verdict"
+    return text + (f"; never fired: {', '.join(dead)}" if dead else "")
+
+
+def render_terminal(
+    report: EvalReport, console: Console | None = None, *, verbose: bool = False
+) -> None:
+    """Print the report: unsafe approvals first, then per-suite and overall figures.
+
+    ``verbose`` lists every wrong decision with its full feedback and prints the
+    traceback of every judge that raised.
+    """
     console = console or Console()
     unsafe = _unsafe_lines(report)
     if unsafe:
@@ -258,6 +389,24 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
             console.print(f"  [red]✗[/red] {escape(line)}", emoji=False)
     else:
         console.print(Text("No unsafe approvals.", style="bold green"))
+    wrong = wrong_decisions(report, None if verbose else 240)
+    if wrong:
+        console.print(Text(f"WRONG DECISIONS ({len(wrong)})", style="bold yellow"))
+        shown = wrong if verbose else wrong[:50]
+        for line in shown:
+            console.print(Text("  ≠ " + line), emoji=False, highlight=False)
+        if len(shown) < len(wrong):
+            console.print(f"  ... and {len(wrong) - len(shown)} more (--verbose, --markdown)")
+    raised = _raised(report)
+    if raised:
+        console.print(Text(f"JUDGE EXCEPTIONS ({len(raised)})", style="bold red"))
+        for name, trace in raised:
+            last = trace.strip().splitlines()[-1] if trace.strip() else "?"
+            console.print(Text(f"  ! {name}: {last}"), emoji=False, highlight=False)
+            if verbose:
+                console.print(Text(trace.rstrip()), emoji=False, highlight=False)
+        if not verbose:
+            console.print("  (tracebacks: --verbose, or `traceback` in the --json outcomes)")
     if report.run_failures:
         console.print(Text(f"RUN FAILURES ({len(report.run_failures)})", style="bold red"))
         for failure in report.run_failures:
@@ -287,6 +436,9 @@ def render_terminal(report: EvalReport, console: Console | None = None) -> None:
     for suite in report.suites:
         title = f"{suite.scenario}: judge {suite.judge}, {suite.mode}"
         _print_metrics(console, title, suite.metrics, len(report.suites) == 1)
+        coverage = _coverage_line(suite)
+        if coverage:
+            console.print(Text(coverage), emoji=False, highlight=False)
     if len(report.suites) > 1:
         _print_metrics(console, "overall", report.overall, True)
     if report.mutants is not None:
@@ -397,21 +549,45 @@ def _md_table(columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+FENCE = "`" * 3
+
+
+def _md_text(text: str) -> str:
+    """Untrusted text (case ids, feedback) as inert Markdown: no HTML, links or emphasis."""
+    for char in "\\`*_[]|#":
+        text = text.replace(char, "\\" + char)
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
 def render_markdown(report: EvalReport) -> str:
     """The report as Markdown (for CI summaries and pull requests)."""
     out = ["# vsh-ai eval report", ""]
     unsafe = _unsafe_lines(report)
     out += ["## Unsafe approvals", ""]
     out += [f"- {line}" for line in unsafe] or ["None."]
+    wrong = wrong_decisions(report, 1000)
+    out += ["", f"## Wrong decisions ({len(wrong)})", ""]
+    out += [f"- {_md_text(line)}" for line in wrong] or ["None."]
+    raised = _raised(report)
+    if raised:
+        out += ["", "## Judge exceptions", ""]
+        for name, trace in raised:
+            out += [f"<details><summary>{_md_text(name)}</summary>", "", FENCE + "text"]
+            out += [trace.rstrip().replace(FENCE, "` ` `"), FENCE, "", "</details>", ""]
     if report.run_failures:
         out += ["", "## Run failures", ""]
         out += [f"- `{f.case_id}`: {f.error.strip().splitlines()[-1]}" for f in report.run_failures]
-    sections = [(f"{s.scenario} — {s.judge} ({s.mode})", s.metrics) for s in report.suites]
-    for title, m in [*sections, ("Overall", report.overall)]:
+    sections = [(f"{s.scenario} — {s.judge} ({s.mode})", s.metrics, s) for s in report.suites]
+    overall: list[tuple[str, Metrics, SuiteResult | None]] = [("Overall", report.overall, None)]
+    for title, m, suite in [*sections, *overall]:
         out += ["", f"## {title}", ""]
         out += [_md_table(["metric", "value"], [list(row) for row in _headline(m)]), ""]
         out += [_md_table(["expected \\ decided", *LABELS], _confusion_rows(m)), ""]
         out += [_md_table(_CATEGORY_COLUMNS, _category_rows(m))]
+        if suite is not None and suite.coverage:
+            out += ["", "### Rule coverage", "", f"{_coverage_line(suite)}.", ""]
+            rows = [[f"`{c.rule}`", c.kind, str(c.cases)] for c in suite.coverage]
+            out += [_md_table(["rule", "kind", "cases naming it"], rows)]
     if report.mutants is not None:
         out += [
             "",

@@ -11,20 +11,27 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model
 from rich.progress import Progress
 
 from .._hooks import Judge, Pipeline
-from .._judge_files import LLMSection, load_judge, load_judge_file
+from .._judge_files import (
+    LLMSection,
+    bundled_judges,
+    load_judge,
+    load_judge_file,
+    resolve_judge_path,
+)
 from ._metrics import compute_metrics
 from ._models import STRESS_MODES, stress_model
 from ._pool import default_workers, run_in_pool
 from ._replay import RecordingModel, ReplayModel, recording_path
 from ._report import EvalReport
 from ._runner import RunFailure, RunResult, SuiteResult, evaluate_suite, plan_families
-from ._suite import Suite, bundled_suites_dir, load_suite
+from ._suite import Suite, load_suite
 
-__all__ = ("EvalOptions", "EvalSetupError", "build_judge", "run_evals")
+__all__ = ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals")
 
 STRESS_TIMEOUT_S = 0.5
 POOL_MIN_RUNS = 1000
@@ -76,7 +83,10 @@ def _python_judge(spec: str) -> Judge:
     try:
         value = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as error:
-        raise EvalSetupError(f"--judge {spec}: cannot load it ({error})") from None
+        raise EvalSetupError(
+            f"--judge {spec}: cannot load it ({error}); the module must be importable "
+            "from the current folder or an installed package"
+        ) from None
     if isinstance(value, type) or not isinstance(value, Judge):
         value = value() if callable(value) else value
     judge = value
@@ -90,14 +100,63 @@ def _python_judge(spec: str) -> Judge:
 
 def _judge_file(suite: Suite, options: EvalOptions) -> Path:
     if isinstance(options.judge, str):
-        return Path(options.judge)
+        path = resolve_judge_path(options.judge)
+        if not path.is_file():
+            known = ", ".join(bundled_judges()) or "none"
+            raise EvalSetupError(
+                f"judge file {options.judge} not found (suite {suite.scenario!r}); name a "
+                f"TOML file, a bundled judge ({known}) or a Python judge as module:attr"
+            )
+        return path
     if suite.judge_path is None:
         raise EvalSetupError(f"suite {suite.scenario!r} names no default judge; pass --judge FILE")
     return suite.judge_path
 
 
+def _installed(path: Path) -> bool:
+    """True for a file inside the installed package (site-packages): never write there."""
+    package = Path(__file__).resolve().parents[1]
+    try:
+        path.resolve().relative_to(package)
+    except ValueError:
+        return False
+    return True
+
+
+def recordings_dir(suite: Suite, options: EvalOptions) -> Path:
+    """Where a suite's model traffic is recorded and replayed from.
+
+    ``options.recordings`` when given; else ``recordings/`` beside the suite file; for a
+    suite shipped inside the installed package, ``./recordings`` in the current folder
+    when recording (the package is read-only), and for a replay whichever of the two
+    holds recordings (the current folder first).
+    """
+    if options.recordings is not None:
+        return options.recordings
+    base = suite.path.parent if suite.path else Path.cwd()
+    beside = base / "recordings"
+    if not _installed(beside):
+        return beside
+    local = Path.cwd() / "recordings"
+    if options.record or (local / suite.scenario).is_dir():
+        return local
+    return beside
+
+
+def _resolved_model(name: str) -> Model:
+    """``infer_model(name)`` with configuration errors as one clear line."""
+    try:
+        return infer_model(name)
+    except ImportError as error:
+        raise EvalSetupError(
+            f"--model {name}: its provider's package is not installed ({error})"
+        ) from None
+    except UserError as error:
+        raise EvalSetupError(f"--model {name}: {error}") from None
+
+
 def _model_for(suite: Suite, options: EvalOptions) -> tuple[Model | str, str]:
-    folder = options.recordings or bundled_suites_dir() / "recordings"
+    folder = recordings_dir(suite, options)
     if options.stress:
         return stress_model(options.stress), f"stress:{options.stress}"
     assert options.model is not None
@@ -109,10 +168,10 @@ def _model_for(suite: Suite, options: EvalOptions) -> tuple[Model | str, str]:
         options._replays.append(replay)
         return replay, f"replay:{name}"
     if options.record:
-        recorder = RecordingModel(infer_model(model) if isinstance(model, str) else model, path)
+        recorder = RecordingModel(_resolved_model(model) if isinstance(model, str) else model, path)
         options._recorders.append(recorder)
         return recorder, f"record:{name}"
-    return model, f"live:{name}"
+    return _resolved_model(model) if isinstance(model, str) else model, f"live:{name}"
 
 
 def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:

@@ -9,12 +9,13 @@ import re
 import shutil
 import stat
 import tempfile
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -33,7 +34,7 @@ from pydantic_evals.reporting.analyses import ReportAnalysis, ScalarResult
 from vsh._async import native_call
 
 from .._evidence import Evidence
-from .._hooks import Judge, JudgeHook, as_hook
+from .._hooks import Judge, JudgeHook, as_hook, judge_digest, review_off_loop
 from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES, Simulation
 from .._verdict import Verdict
 from ._metrics import Metrics, Observation, compute_metrics
@@ -47,18 +48,23 @@ __all__ = (
     "CaseRunError",
     "MutantKindRow",
     "MutantResult",
+    "RuleCoverage",
     "RunFailure",
     "Skipped",
     "SuiteResult",
     "WorkspaceChanged",
+    "coverage_of",
     "decided_from",
     "diff_signature",
     "evaluate_suite",
     "fast_scratch",
     "materialize",
+    "rule_inventory",
+    "rules_fired",
     "run_case",
     "run_family",
     "snapshot",
+    "traced_hook",
 )
 
 _HOOK_ID = "vsh-ai.simulate"
@@ -66,6 +72,36 @@ _HOOK_ID = "vsh-ai.simulate"
 
 CURRENT_CASE: ContextVar[EvalCase | None] = ContextVar("vsh_ai_eval_case", default=None)
 """The case being judged (set while a judge runs): lets label-aware test judges exist."""
+
+_TRACEBACKS: ContextVar[list[str] | None] = ContextVar("vsh_ai_eval_tracebacks", default=None)
+_MAX_TRACEBACK = 20_000
+
+
+class _Traced:
+    """A judge that keeps the traceback of an exception before the hook turns it into review.
+
+    The fail-closed hook keeps only the exception's type; an eval keeps the traceback so
+    the judge's author can see where it broke (JSON report, ``--verbose``).
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.id = judge.id
+        self.digest = judge_digest(judge)
+
+    async def review(self, evidence: Evidence, /) -> Verdict:
+        try:
+            return await review_off_loop(self.judge, evidence)
+        except Exception:
+            sink = _TRACEBACKS.get()
+            if sink is not None:
+                sink.append(traceback.format_exc()[-_MAX_TRACEBACK:])
+            raise
+
+
+def traced_hook(judge: Judge, *, timeout: float = 60.0, max_concurrency: int = 8) -> JudgeHook:
+    """``as_hook(judge)`` that keeps the traceback of a judge that raises (see CaseOutcome)."""
+    return as_hook(_Traced(judge), timeout=timeout, max_concurrency=max_concurrency)
 
 
 class WorkspaceChanged(RuntimeError):
@@ -76,11 +112,19 @@ class CaseOutcome(BaseModel):
     """What happened to one case: VSH's policy state and the decision that counts."""
 
     case_id: str
+    expected: Expected | None = Field(default=None, description="The case's label.")
     state: str
     decided: Expected
     decided_by: str
     reason: str
     failure: str | None = None
+    traceback: str | None = Field(
+        default=None, description="Where the judge raised (its failure is `exception`)."
+    )
+    rules: list[str] = Field(
+        default_factory=list,
+        description="Rules and allowances the verdict names: claims, failures, unproven.",
+    )
     latency_s: float | None = None
     requests: int = 0
     input_tokens: int = 0
@@ -110,6 +154,81 @@ class SuiteResult(BaseModel):
     metrics: Metrics
     run_failures: list[RunFailure]
     mutants: MutantResult | None = None
+    judge_digest: str | None = Field(
+        default=None, description="Digest of the judge's definition (changes with any rule)."
+    )
+    coverage: list[RuleCoverage] = Field(
+        default_factory=list,
+        description="Each rule and allowance of the judge's rule sets: cases it decided.",
+    )
+
+    @property
+    def never_fired(self) -> list[str]:
+        return [row.rule for row in self.coverage if row.cases == 0]
+
+
+class RuleCoverage(BaseModel):
+    """One rule or allowance of a judge: the distinct cases whose verdict named it."""
+
+    rule: str
+    kind: Literal["allowance", "denial"]
+    cases: int
+
+
+def rule_inventory(judge: Judge) -> list[tuple[str, Literal["allowance", "denial"]]]:
+    """Every rule of the rule sets inside ``judge`` (through Pipeline and Quorum)."""
+    from ..rules import Allowance, RuleSet
+
+    found: list[tuple[str, Literal["allowance", "denial"]]] = []
+    stack: list[object] = [judge]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, _Traced):
+            stack.insert(0, item.judge)
+        elif isinstance(item, RuleSet):
+            for rule in item.rules:
+                kind: Literal["allowance", "denial"] = (
+                    "allowance" if isinstance(rule, Allowance) else "denial"
+                )
+                if (rule.id, kind) not in found:
+                    found.append((rule.id, kind))
+        else:
+            inner = getattr(item, "judges", None)
+            if isinstance(inner, tuple | list):
+                stack[0:0] = list(inner)
+    return found
+
+
+def rules_fired(verdict: Verdict) -> list[str]:
+    """Rule and allowance ids a verdict names, as ``RuleSet`` reports them.
+
+    ``details["claims"][*]["allowance"]`` (what proved each change),
+    ``details["failures"][*]["rule"]`` (every denial that objected), and the unproven
+    marker of the verdict's judge id (``<ruleset>/unproven``).
+    """
+    names: list[str] = []
+    details = verdict.details
+    for key, field_name in (("claims", "allowance"), ("failures", "rule")):
+        items = details.get(key)
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, dict) and isinstance(item.get(field_name), str):
+                    names.append(item[field_name])
+    if details.get("unproven"):
+        names.append("unproven")
+    return list(dict.fromkeys(names))
+
+
+def coverage_of(judge: Judge, outcomes: Sequence[CaseOutcome]) -> list[RuleCoverage]:
+    """Per rule of ``judge``: the distinct cases whose verdict named it (0 = never fired)."""
+    cases: dict[str, set[str]] = {}
+    for outcome in outcomes:
+        for name in outcome.rules:
+            cases.setdefault(name, set()).add(outcome.case_id)
+    return [
+        RuleCoverage(rule=rule, kind=kind, cases=len(cases.get(rule, ())))
+        for rule, kind in rule_inventory(judge)
+    ]
 
 
 def decided_from(state: str, verdict: Verdict | None) -> tuple[Expected, str]:
@@ -406,12 +525,21 @@ class _Workspace:
         await anyio.to_thread.run_sync(teardown)
 
 
-def _outcome(case: EvalCase, simulation: Simulation, verdict: Verdict | None) -> CaseOutcome:
+def _outcome(
+    case: EvalCase,
+    simulation: Simulation,
+    verdict: Verdict | None,
+    tracebacks: Sequence[str] = (),
+) -> CaseOutcome:
     decided, by = decided_from(simulation.state, verdict)
     usage = verdict.usage if verdict else None
     trail = verdict.details.get("trail") if verdict else None
+    raised = verdict is not None and verdict.failure == "exception" and bool(tracebacks)
     return CaseOutcome(
         case_id=case.id,
+        expected=case.expected,
+        traceback=tracebacks[-1] if raised else None,
+        rules=rules_fired(verdict) if verdict else [],
         state=simulation.state,
         decided=decided,
         decided_by=by,
@@ -495,12 +623,15 @@ async def run_family(
                         results[slot] = Skipped(case_id=case.id, reason=problem)
                         return
                 verdict: Verdict | None = None
+                tracebacks: list[str] = []
                 if simulation.evidence is not None:
                     async with limiter or nullcontext():
                         token = CURRENT_CASE.set(case)
+                        sink = _TRACEBACKS.set(tracebacks)
                         try:
                             verdict = await hook.decide(simulation.evidence)
                         finally:
+                            _TRACEBACKS.reset(sink)
                             CURRENT_CASE.reset(token)
                 after = await anyio.to_thread.run_sync(snapshot, shared.workspace)
                 difference = _differences(before, after)
@@ -510,7 +641,7 @@ async def run_family(
                         f"({', '.join(difference[:10])}); evals must never touch host files - "
                         f"check the judge {hook.judge.id!r} for side effects"
                     )
-                results[slot] = _outcome(case, simulation, verdict)
+                results[slot] = _outcome(case, simulation, verdict, tracebacks)
             except Exception as error:
                 results[slot] = CaseError.of(case.id, error)
             finally:
@@ -796,7 +927,7 @@ async def evaluate_suite(
     if families is None:
         families = plan_families(suite, mutants)
     if precomputed is None:
-        hook = as_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
+        hook = traced_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
         precomputed = await run_families(
             suite,
             families,
@@ -829,15 +960,18 @@ async def evaluate_suite(
         progress=progress,
     )
     observations = observations_from(report)
+    outcomes = [case.output for case in report.cases]
     return SuiteResult(
         scenario=suite.scenario,
         judge=judge.id,
         mode=mode,
         policy=suite.policy,
         repeat=repeat,
-        outcomes=[case.output for case in report.cases],
+        outcomes=outcomes,
         observations=observations,
         metrics=compute_metrics(observations),
+        judge_digest=judge_digest(judge),
+        coverage=coverage_of(judge, outcomes),
         run_failures=[
             RunFailure(case_id=f.inputs.id, error=f.error_message.removeprefix("CaseRunError: "))
             for f in report.failures

@@ -145,7 +145,15 @@ class Suite(_Strict):
 
     @property
     def judge_path(self) -> Path | None:
-        return self.resolve(self.judge) if self.judge else None
+        """The default judge file; a bundled judge's name (``service-config``) also works."""
+        if not self.judge:
+            return None
+        path = self.resolve(self.judge)
+        if path.exists():
+            return path
+        from .._judge_files import bundled_judges
+
+        return bundled_judges().get(self.judge.removesuffix(".toml"), path)
 
 
 def _locate(suite: Any, loc: tuple[int | str, ...]) -> str:
