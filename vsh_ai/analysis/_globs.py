@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 import bracex  # wcmatch's own brace expander (a dependency of wcmatch, same maintainer)
-import re2  # google-re2: linear-time matching of untrusted paths
+import re2  # type: ignore[import-untyped]  # google-re2: linear time on untrusted paths
 from wcmatch import glob as _wc
 
 __all__ = ("GLOB_DIALECT", "check_globs", "fold", "glob_matches", "matching")
