@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vsh_ai.analysis import _config
 from vsh_ai.analysis._config import (
     MISSING,
     ConfigSyntaxError,
@@ -110,7 +111,7 @@ def test_quoting_and_top_level_shapes() -> None:
     assert flatten(MISSING) == {}
 
 
-def test_two_spellings_of_one_key_path_are_refused() -> None:
+def test_two_spellings_of_one_key_path_are_refused(yaml_loader: Any) -> None:
     with pytest.raises(ConfigSyntaxError, match="spelled twice"):
         flatten(parse_config(b"1: a\n'1': b\n", "yaml"))
     with pytest.raises(ConfigSyntaxError, match="spelled twice"):
@@ -120,6 +121,17 @@ def test_two_spellings_of_one_key_path_are_refused() -> None:
 
 
 # -- YAML --------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["libyaml", "pure"])
+def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run a YAML test on libyaml's loader (the default when present) and the pure one."""
+    loader = _config._PureLoader if request.param == "pure" else _config._Loader
+    monkeypatch.setattr(_config, "_Loader", loader)
+    _config._PARSED.clear()  # parsed trees are cached by content, not by loader
+    yield loader
+    _config._PARSED.clear()
+
 
 MERGE = b"""
 base: &base
@@ -141,14 +153,14 @@ nested:
 """.replace(b"  <<: *svc_anchor_free\n", b"  inner: *base\n")
 
 
-def test_yaml_merge_keys_follow_the_spec() -> None:
+def test_yaml_merge_keys_follow_the_spec(yaml_loader: Any) -> None:
     tree = parse_config(MERGE, "yaml")
     assert tree["svc"] == {"timeout": 30, "retries": 1, "listen": "0.0.0.0", "verify_tls": False}
     assert tree["single"] == {"timeout": 5, "verify_tls": True, "retries": 1}
     assert flatten(tree)["nested.inner.verify_tls"] is True
 
 
-def test_yaml_merge_chain_and_anchor_reuse() -> None:
+def test_yaml_merge_chain_and_anchor_reuse(yaml_loader: Any) -> None:
     text = b"""
 a: &a {x: 1, y: 1}
 b: &b
@@ -179,12 +191,12 @@ d: *b
         (b"? [a, b]\n: 1\n", "scalar"),
     ],
 )
-def test_yaml_refusals(text: bytes, message: str) -> None:
+def test_yaml_refusals(text: bytes, message: str, yaml_loader: Any) -> None:
     with pytest.raises(ConfigSyntaxError, match=_re(message)):
         parse_config(text, "yaml")
 
 
-def test_yaml_alias_bomb_is_refused_quickly() -> None:
+def test_yaml_alias_bomb_is_refused_quickly(yaml_loader: Any) -> None:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for index in range(1, 9):
         prev, name = chr(ord("a") + index - 1), chr(ord("a") + index)
@@ -193,13 +205,86 @@ def test_yaml_alias_bomb_is_refused_quickly() -> None:
         parse_config("\n".join(lines).encode(), "yaml")
 
 
-def test_yaml_documents_and_types() -> None:
+def test_yaml_documents_and_types(yaml_loader: Any) -> None:
     assert parse_config(b"---\na: 1\n---\nb: 2\n", "yaml") == [{"a": 1}, {"b": 2}]
     assert flatten(parse_config(b"a: 1\n---\nb: [x]\n", "yaml")) == {"[0].a": 1, "[1].b[0]": "x"}
     flat = flatten(parse_config(b"a: yes\nb: '1'\nc: 1\nd: 1.0\ne: ~\nf: 2024-01-02\n", "yaml"))
     assert [type(v).__name__ for v in flat.values()] == [
         "bool", "str", "int", "float", "NoneType", "date",
     ]  # fmt: skip
+
+
+def _nest(depth: int, open_: str = "[", close: str = "]") -> bytes:
+    return ("a: " + open_ * depth + close * depth + "\n").encode()
+
+
+def test_yaml_flow_nesting_is_bounded(yaml_loader: Any) -> None:
+    # PyYAML's pure scanner is quadratic in flow depth: 5,000 levels took about a second.
+    assert flatten(parse_config(_nest(100), "yaml")) == {"a" + "[0]" * 99: []}
+    for depth in (101, 500, 5000, 100_000):
+        with pytest.raises(ConfigSyntaxError, match=r"yaml: .*(flow|depth)"):
+            parse_config(_nest(depth), "yaml")
+    with pytest.raises(ConfigSyntaxError, match="deeper than 100"):
+        parse_config(("a: " + "{b: " * 101 + "1" + "}" * 101).encode(), "yaml")
+    with pytest.raises(ConfigSyntaxError, match="deeper than 100"):
+        parse_config(_nest(101).replace(b"a: ", b"- "), "yaml")
+
+
+def test_yaml_flow_depth_counts_pairs_and_aliases(yaml_loader: Any) -> None:
+    # Both loaders refuse the same trees: the depth is counted on the composed nodes, so
+    # '[a: [a: ...]]' single pairs (a mapping per level) and aliases to deep flows count.
+    pairs = ("x: " + "[a: " * 60 + "1" + "]" * 60 + "\n").encode()
+    with pytest.raises(ConfigSyntaxError, match="deeper than 100"):
+        parse_config(pairs, "yaml")
+
+    def aliased(inner: int) -> bytes:
+        return (
+            "x: &x " + "[" * 50 + "]" * 50 + "\ny: " + "[" * inner + "*x" + "]" * inner
+        ).encode()
+
+    assert len(flatten(parse_config(aliased(50), "yaml"))) == 2
+    with pytest.raises(ConfigSyntaxError, match="deeper than 100"):
+        parse_config(aliased(51), "yaml")
+    block = "x: &x " + "[" * 100 + "]" * 100 + "\ny:\n  z: *x\n"
+    assert "y.z" + "[0]" * 99 in flatten(parse_config(block.encode(), "yaml"))
+
+
+def test_yaml_byte_order_mark_inside_is_refused(yaml_loader: Any) -> None:
+    # libyaml reads '\ufeff1' after a line break as 1, PyYAML as the string '\ufeff1'.
+    assert parse_config(b"\xef\xbb\xbfa: 1\n", "yaml") == {"a": 1}
+    with pytest.raises(ConfigSyntaxError, match=r"byte order mark inside the text \(line 2"):
+        parse_config("a: 1\n\ufeffb: 1\n".encode(), "yaml")
+
+
+_YAML_PIECES = st.sampled_from(
+    ["a", "b", ":", " ", "\n", "- ", "[", "]", "{", "}", ",", "'", '"', "#", "&x ", "*x",
+     "<<", "? ", "|", ">", "---", "...", "!!str ", "!!int ", "yes", "on", "1", "0x1F",
+     "1_000", "1.5e3", "2024-01-02", "~", "null", "\t", "  ", "\\", "\u00e9", "\u2028"]
+)  # fmt: skip
+
+
+@given(pieces=st.lists(_YAML_PIECES, max_size=30))
+def test_yaml_loaders_agree_when_both_read(pieces: list[str]) -> None:
+    # libyaml accepts some text PyYAML refuses (tabs, '|#', ']' inside plain scalars);
+    # whatever both read, they read the same.
+    text = "".join(pieces)
+    results = []
+    for loader in (_config._PureLoader, _config._Loader):
+        try:
+            results.append(repr(_config._parse_yaml(text, loader)))
+        except Exception:  # parse_config turns every parser failure into ConfigSyntaxError
+            results.append(None)
+    if None not in results:
+        assert results[0] == results[1], text
+
+
+def test_yaml_libyaml_is_used_when_present() -> None:
+    import yaml
+
+    if yaml.__with_libyaml__:
+        assert issubclass(_config._Loader, yaml.CSafeLoader)
+    else:  # pragma: no cover
+        assert _config._Loader is _config._PureLoader
 
 
 # -- other formats -------------------------------------------------------------------
@@ -269,6 +354,29 @@ def test_properties_java_rules() -> None:
 def test_properties_duplicates_refused_with_line() -> None:
     with pytest.raises(ConfigSyntaxError, match=_re("duplicate key 'a' (line 4)")):
         parse_config(b"a=1\n# c\nb=2\na=3\n", "properties")
+
+
+def test_properties_long_continuations_are_refused() -> None:
+    # javaproperties rescans the gathered entry per continuation line (quadratic): 4,000
+    # short lines took 0.4 s and 1,000 lines of 250 characters 5 s.
+    def continued(lines: int, width: int, end: str = "\n") -> bytes:
+        return ("k=" + ("a" * width + "\\" + end + " ") * lines + "z\n").encode()
+
+    assert parse_config(continued(1000, 2), "properties") == {"k": "aa" * 1000 + "z"}
+    assert parse_config(continued(3, 2, "\r\n"), "properties") == {"k": "aaaaaaz"}
+    for text in (continued(1001, 2), continued(4000, 2, "\r"), continued(60_000, 2)):
+        with pytest.raises(ConfigSyntaxError, match=r"more than 1000 lines \(line 1001"):
+            parse_config(text, "properties")
+    for text in (continued(1000, 250), continued(250, 1000), continued(100, 2500, "\r\n")):
+        with pytest.raises(ConfigSyntaxError, match="too long to read in time"):
+            parse_config(text, "properties")
+    # an even run of backslashes is an escaped backslash, not a continuation
+    even = ("k=" + "a\\\\\n" * 5000).encode()
+    with pytest.raises(ConfigSyntaxError, match="duplicate key 'a"):
+        parse_config(even, "properties")
+    assert parse_config(b"a=x\\\\\nb=y\\\\\n", "properties") == {"a": "x\\", "b": "y\\"}
+    spread = b"".join(b"k%d=a\\\n  b\\\n  c\n" % i for i in range(5000))
+    assert len(parse_config(spread, "properties")) == 5000, "many short entries are fine"
 
 
 def test_ini_rules() -> None:
@@ -506,7 +614,7 @@ def test_lookup_agrees_with_flatten(tree: Any) -> None:
         assert typed_equal(lookup(tree, ""), tree)
 
 
-def test_yaml_boolean_spelled_keys_stay_names() -> None:
+def test_yaml_boolean_spelled_keys_stay_names(yaml_loader: Any) -> None:
     workflow = b"on:\n  push:\n    branches: [main]\nenabled: yes\nOff: 1\n"
     assert flatten(parse_config(workflow, "yaml")) == {
         "on.push.branches[0]": "main",

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from vsh_ai.analysis._deps import (
+    MAX_FILE_BYTES,
+    MAX_LOCK_FILE_BYTES,
+    MAX_REQUIREMENT_LINES,
     DependencySyntaxError,
+    _requirement,
+    _requirement_line,
     compare_locks,
     compare_manifests,
     file_kind,
@@ -18,6 +24,7 @@ from vsh_ai.analysis._deps import (
     npm_exact,
     npm_range_subset,
     parse_dependency_file,
+    parse_requirements,
     pep440_exact,
     pep440_subset,
     satisfies,
@@ -427,3 +434,93 @@ def test_property_subset_agrees_with_membership(
     old = f">={a},<{b}"
     assert pep440_subset(f"=={p}", old) is (satisfies("pypi", p, old) is True)
     assert npm_range_subset(p, f">={a} <{b}") is (satisfies("npm", p, f">={a} <{b}") is True)
+
+
+# -- bounds and memoisation --------------------------------------------------------------
+
+
+def _fill(limit: int, line: Callable[[int], str]) -> str:
+    out: list[str] = []
+    size = 0
+    while size + len(line(len(out))) <= limit:
+        out.append(line(len(out)))
+        size += len(out[-1])
+    return "".join(out)
+
+
+def test_file_size_limits_per_kind() -> None:
+    # At 8 MiB a requirements file took about 24 s per side; now each kind is bounded.
+    pins = _fill(MAX_FILE_BYTES, lambda i: f"package-number-{i}==1.0.{i % 9}\n")
+    assert len(parse("requirements.txt", pins).dependencies) == pins.count("\n")
+    for path in ("requirements.txt", "pyproject.toml", "package.json", "pip.conf"):
+        with pytest.raises(DependencySyntaxError, match="too large to analyse"):
+            parse_dependency_file(path, b" " * (MAX_FILE_BYTES + 1))
+    # Lock files are often larger than manifests and cheaper per byte: their own limits.
+    entries = {f"node_modules/p{i}": {"version": "1.0.0"} for i in range(12_000)}
+    lock = json.dumps({"lockfileVersion": 3, "packages": {"": {}, **entries}})
+    assert MAX_FILE_BYTES < len(lock) <= MAX_LOCK_FILE_BYTES["package-lock"]
+    assert len(parse("package-lock.json", lock).locked) == 12_001
+    for path, kind in (
+        ("package-lock.json", "package-lock"),
+        ("uv.lock", "uv.lock"),
+        ("poetry.lock", "poetry.lock"),
+    ):
+        with pytest.raises(DependencySyntaxError, match="too large to analyse"):
+            parse_dependency_file(path, b" " * (MAX_LOCK_FILE_BYTES[kind] + 1))
+
+
+def test_too_many_requirement_lines_are_unparsable() -> None:
+    names = "".join(f"p{i}\n" for i in range(MAX_REQUIREMENT_LINES))
+    assert len(parse("requirements.txt", names).dependencies) == MAX_REQUIREMENT_LINES
+    with pytest.raises(DependencySyntaxError, match=r"more than 10000 requirement lines"):
+        parse("requirements.txt", names + "--index-url https://example.org/simple\n")
+    commented = "#\n\n" * 20_000 + names
+    assert len(parse("requirements.txt", commented).dependencies) == MAX_REQUIREMENT_LINES
+
+
+def test_memoised_requirement_parsing_gives_the_same_answers() -> None:
+    # An edit shares most lines with its old version: unchanged lines are parsed once.
+    text = "".join(
+        f"Package_{i}[B,a]>=1.{i % 7},!=1.5 ; python_version >= '3.{i % 12}'"
+        f" --hash=sha256:{i:064x}\n"
+        for i in range(1000)
+    )
+    text += "./local/pkg.tar.gz\nhttps://example.org/x-1.0.whl\n"
+    _requirement.cache_clear()
+    _requirement_line.cache_clear()
+    cold = parse("requirements.txt", text)
+    hits = _requirement_line.cache_info().hits
+    edited = text.replace(">=1.3,", ">=1.4,", 1)
+    warm = parse("requirements.txt", edited)
+    assert _requirement_line.cache_info().hits - hits == 1001, "only the edited line is new"
+    assert parse("requirements.txt", text) == cold
+    _requirement.cache_clear()
+    _requirement_line.cache_clear()
+    assert parse("requirements.txt", edited) == warm, "cached and fresh parses agree"
+    first = cold.dependencies[0]
+    assert (first.name, first.extras, first.spec) == ("package-0", ("a", "b"), "!=1.5,>=1.0")
+    assert first.hashes == (f"--hash=sha256:{0:064x}",)
+    assert cold.dependencies[-2].source == "./local/pkg.tar.gz"
+    assert [c.name for c in compare_manifests(cold, warm).changes] == ["package-3"]
+
+
+def test_invalid_requirements_stay_invalid_when_memoised() -> None:
+    for _ in range(2):
+        with pytest.raises(DependencySyntaxError, match="not a requirement"):
+            parse("requirements.txt", "ok==1\nnot a requirement ==\n")
+    lenient = parse_requirements("ok==1\nnot a requirement ==\n", strict=False)
+    assert [d.name for d in lenient.dependencies] == ["ok"]
+
+
+def test_a_name_repeated_thousands_of_times_is_keyed_in_linear_time() -> None:
+    # Keys of repeated names were found by probing '#2', '#3', ... from the start each
+    # time: 10,000 lines of one name took 17 s. The keys themselves must not change.
+    before = parse("requirements.txt", "p\n" * MAX_REQUIREMENT_LINES)
+    keys = list(before.by_key())
+    assert keys[:3] == [("requirements", "p"), ("requirements", "p#2"), ("requirements", "p#3")]
+    assert keys[-1] == ("requirements", f"p#{MAX_REQUIREMENT_LINES}")
+    after = parse("requirements.txt", "p\n" * 5000 + "p==1\n" + "p\n" * 4999)
+    [change] = compare_manifests(before, after).changes
+    assert (change.name, change.after.spec if change.after else None) == ("p", "==1")
+    mixed = parse("requirements.txt", "a\nb\na ; os_name == 'nt'\nb[x]\na[y]\n")
+    assert [key[1] for key in mixed.by_key()] == ["a", "b", "a#2", "b#2", "a#3"]

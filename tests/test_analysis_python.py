@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vsh_ai.analysis._python import (
+    MAX_ANALYSED_BYTES,
+    MAX_RISKY_FACTS,
     code_changes,
     docstring_free_dump,
     is_python_source,
@@ -379,3 +381,112 @@ def test_repeated_lines_pair_in_bounded_time() -> None:
     diff = line_diff(before, after)
     assert diff.modified == {1: 1, 20000: 20000}
     assert diff.added == frozenset()
+
+
+ALIASED = "from subprocess import run as r\nimport os as o\n"
+
+
+def _calls(count: int) -> str:
+    return "".join(f"r(['x{i}'])\n" if i % 2 else f"o.system('y{i}')\n" for i in range(count))
+
+
+def test_many_risky_calls_are_one_unanalysed_fact_per_kind() -> None:
+    # The slow shape: 256 KiB of risky calls through aliases (ast.dump per call was 40%
+    # of the time). Beyond MAX_RISKY_FACTS the module is not compared call by call: one
+    # "unparsable" fact, and each kind found once, so rules flagging only some kinds see it.
+    source = ALIASED + _calls(MAX_RISKY_FACTS + 1)
+    facts = code_changes(None, source)
+    assert [(f.kind, f.line) for f in facts] == [("unparsable", 3), ("process", 3)]
+    assert facts[0].detail == f"too many risky calls to compare ({MAX_RISKY_FACTS + 1} > 500)"
+    assert facts[1].detail == f"{MAX_RISKY_FACTS + 1} found, not compared"
+    unchanged = code_changes(source, source)
+    assert [f.kind for f in unchanged] == ["unparsable", "process"], (
+        "an unchanged module over the limit cannot be proven unchanged call by call"
+    )
+    worst = ALIASED
+    while len((worst + "r(['x'])\no.system('y')\n").encode()) <= MAX_ANALYSED_BYTES:
+        worst += "r(['x'])\no.system('y')\n"
+    facts = code_changes(None, worst)
+    assert facts[0].kind == "unparsable"
+    assert "too many risky calls" in facts[0].detail
+    edited = worst.replace("r(['x'])\n", "r(['x'])  # edited\n", 100)
+    assert code_changes(worst, edited)[0].kind == "unparsable"
+
+
+def test_up_to_the_limit_risky_calls_are_compared() -> None:
+    source = ALIASED + _calls(MAX_RISKY_FACTS)
+    assert code_changes(source, source) == ()
+    assert len(code_changes(None, source)) == MAX_RISKY_FACTS
+    one_more = source.replace("o.system('y0')\n", "o.system('y0')\no.system('z')\n")
+    assert kinds(source, one_more)[0] == (
+        "unparsable",
+        "too many risky calls to compare (501 > 500)",
+    )
+    changed = source.replace("o.system('y0')", "o.system('changed')")
+    assert kinds(source, changed) == [("process", "os.system")]
+    assert [f.line for f in code_changes(source, changed)] == [3]
+
+
+def test_an_old_version_over_the_limit_compares_nothing() -> None:
+    old = ALIASED + _calls(MAX_RISKY_FACTS + 1)
+    new = ALIASED + _calls(3)
+    facts = kinds(old, new)
+    assert facts[0][0] == "unparsable"
+    assert "previous version could not be analysed (too many risky calls" in facts[0][1]
+    assert facts[1:] == [("process", name) for name in ("os.system", "subprocess.run", "os.system")]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
+    import gc
+
+    from vsh_ai.analysis import _python
+
+    was = gc.isenabled()
+    seen: list[bool] = []
+    original = _python._index
+
+    def spy(tree):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        if len(tree.body) == 3:
+            raise RecursionError("deep")
+        return original(tree)
+
+    try:
+        gc.enable() if enabled else gc.disable()
+        _python._index = spy
+        _python.module_facts.cache_clear()
+        assert kinds(None, "import os\nos.system('x')\n") == [("process", "os.system")]
+        assert gc.isenabled() is enabled
+        assert kinds(None, "x = 1\ny = 2\nz = 3\n") == [
+            ("unparsable", "too deeply nested (RecursionError)")
+        ]
+        assert gc.isenabled() is enabled
+        assert seen == [False, False]
+    finally:
+        _python._index = original
+        gc.enable() if was else gc.disable()
+
+
+def test_token_and_dump_helpers_also_pause_garbage_collection() -> None:
+    import gc
+
+    from vsh_ai.analysis import _python
+
+    seen: list[bool] = []
+    original = _python._parse
+
+    def spy(source):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return original(source)
+
+    assert gc.isenabled()
+    try:
+        _python._parse = spy
+        assert _python.code_tokens("x = 1  # c\n") == _python.code_tokens("x  =  1\n")
+        assert docstring_free_dump('"""doc"""\nx = 1\n') == docstring_free_dump("x = 1\n")
+        assert _python.code_tokens("x = (\n") is None
+    finally:
+        _python._parse = original
+    assert seen == [False] * 5
+    assert gc.isenabled()

@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from vsh_ai._evidence import EvidenceGap
 from vsh_ai.analysis import _secrets
 from vsh_ai.rules import NoSecrets
 from vsh_ai.rules._any import AnyRule  # noqa: F401  (the rule stays loadable by type tag)
@@ -146,3 +147,73 @@ def test_the_rule_loads_by_type_tag() -> None:
     assert rule.globs == ("**/*.env",)
     with pytest.raises(ValueError, match="glob"):
         NoSecrets(globs=())
+
+
+async def test_many_renamed_files_keep_their_secrets_and_one_new_secret_is_found(
+    evidence_for,
+) -> None:
+    # The slow shape: hundreds of renamed files, each with a secret it already had, plus
+    # renamed files without secrets. The rename map is built once; the answer must not move.
+    count = 100
+    files = {f"old/s{i}.env": f"TOKEN={GITHUB}\nN={i}\n" for i in range(count)}
+    files.update({f"old/p{i}.txt": f"plain {i}\n" for i in range(count)})
+    files.update({f"keep/k{i}.txt": "" for i in range(8 * count)})  # under VSH's delete ratio
+    files["new/.keep"] = ""
+    moves = (
+        f"for i in range({count}):\n"
+        "    vsh_move(f'/workspace/old/s{i}.env', f'/workspace/new/s{i}.env')\n"
+        "    vsh_move(f'/workspace/old/p{i}.txt', f'/workspace/new/p{i}.txt')\n"
+    )
+    moved = await evidence_for(files, moves)
+    assert len(moved.renames) == 2 * count
+    assert NoSecrets().check(moved) is None, "old secrets followed through every rename"
+    added = await evidence_for(
+        files, moves + write(f"new/p{count - 1}.txt", f"plain\nkey = '{AWS_ID}'\n")
+    )
+    verdict = NoSecrets().check(added)
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert verdict.details["paths"] == [f"new/p{count - 1}.txt"]
+    assert f"new/p{count - 1}.txt (line 2)" in verdict.reason
+    assert AWS_ID not in verdict.reason
+
+
+async def test_a_chain_of_renames_keeps_the_old_secret(evidence_for) -> None:
+    files = {"a.env": f"TOKEN={GITHUB}\n"}
+    chain = "\n".join(
+        f"vsh_move('{src}.env', '{dst}.env')" for src, dst in zip("abcde", "bcdef", strict=True)
+    )
+    evidence = await evidence_for(files, chain + "\n" + write("f.env", f"TOKEN={GITHUB}\nX=1\n"))
+    assert NoSecrets().check(evidence) is None
+    other = await evidence_for(files, chain + "\n" + write("f.env", f"TOKEN={GITHUB}x\n"))
+    assert NoSecrets().check(other) is not None, "a changed value at the end of the chain"
+
+
+async def test_an_uncaptured_before_side_matters_only_when_the_new_text_has_findings(
+    evidence_for,
+) -> None:
+    # The before-text is read only when the after-text has findings: without findings
+    # nothing can be new, so uncaptured old bytes do not matter; with findings they do.
+    files = {"big.txt": "line of text\n" * 200}
+    clean = await evidence_for(files, write("big.txt", "short\n"), review_content_bytes=64)
+    with pytest.raises(EvidenceGap):
+        clean.before_bytes("big.txt")
+    assert NoSecrets().check(clean) is None
+    secret = await evidence_for(files, write("big.txt", f"k='{AWS_ID}'\n"), review_content_bytes=64)
+    verdict = NoSecrets().check(secret)
+    assert verdict is not None
+    assert verdict.decision == "review", "cannot tell whether the secret was there before"
+    assert "big.txt: its bytes were not captured" in verdict.reason
+
+
+async def test_only_reported_paths_are_shown_and_they_stay_redacted(evidence_for) -> None:
+    files = {f"d/f{i}.txt": "x\n" for i in range(50)}
+    code = "\n".join(write(f"d/f{i}.txt", f"y{i}\n") for i in range(50))
+    code += "\n" + write(f"d/{GITHUB}.txt", f"key = '{AWS_ID}'\n")
+    verdict = NoSecrets().check(await evidence_for(files, code))
+    assert verdict is not None
+    assert verdict.decision == "reject"
+    assert len(verdict.details["paths"]) == 1
+    assert GITHUB not in verdict.reason
+    assert GITHUB not in str(verdict.details)
+    assert "(its name, line 1)" in verdict.reason

@@ -52,3 +52,6 @@ def test_tutorial_commands_run_as_documented(
         assert status == expected, (argv, output[-2000:])
     assert (tmp_path / "report.json").is_file()
     assert (tmp_path / "report.md").is_file()
+    # the exported schemas are the committed ones
+    assert (tmp_path / "suite.schema.json").read_text() == (ROOT / "evals/schema.json").read_text()
+    assert (tmp_path / "judge.schema.json").read_text() == (ROOT / "judges/schema.json").read_text()

@@ -8,11 +8,15 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from .evals import EvalReport
 
 __all__ = ("main",)
 
@@ -160,6 +164,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema.add_argument("kind", choices=("judge", "suite"), help="which schema")
     schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
+    compare = commands.add_parser(
+        "compare",
+        help="two --json reports side by side: the cases they decide differently first",
+        description="Compare two `vsh-ai eval --json` reports (two judges on the same suites, "
+        "or one judge before and after a change): every case decided differently, with both "
+        "decisions, the deciding rule and the feedback (unsafe approvals first), then each "
+        "suite's figures and confusion matrices side by side.",
+    )
+    compare.add_argument("a", type=Path, metavar="REPORT_A", help="first --json report")
+    compare.add_argument("b", type=Path, metavar="REPORT_B", help="second --json report")
+    compare.add_argument(
+        "--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown"
+    )
     return parser
 
 
@@ -191,6 +208,18 @@ def _check_output(path: Path | None, flag: str) -> None:
         raise UsageError(f"{flag} {path}: not writable; choose another path")
 
 
+def _check_folder(folder: Path, flag: str) -> None:
+    """A folder that exists or can be created, and can be written."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{flag}: cannot write recordings to {folder} ({existing} is not a writable "
+            "folder); pass --recordings DIR"
+        )
+
+
 def _write(path: Path, text: str, flag: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
@@ -205,6 +234,7 @@ def _eval(args: argparse.Namespace, console: Console) -> int:
         GateError,
         find_suites,
         load_suite,
+        recordings_dir,
         render_markdown,
         render_terminal,
         run_evals,
@@ -240,6 +270,9 @@ def _eval(args: argparse.Namespace, console: Console) -> int:
         recordings=args.recordings,
     )
     options.validate()
+    if options.record:
+        for suite in suites:
+            _check_folder(recordings_dir(suite, options), "--record")
     report = anyio.run(run_evals, suites, options)
     render_terminal(report, console, verbose=args.verbose)
     for recorder in options._recorders:
@@ -349,7 +382,9 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
             failed += 1
             errors.print(Text("error: " + str(error), style="red"), emoji=False, highlight=False)
         else:
-            console.print(Text(f"{path}: ok, {summary}"), emoji=False, highlight=False)
+            console.print(
+                Text(f"{path}: ok, {summary}"), emoji=False, highlight=False, soft_wrap=True
+            )
     if failed:
         errors.print(Text(f"{failed} file(s) with errors", style="bold red"))
     return 2 if failed else 0
@@ -374,6 +409,28 @@ def _schema(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    from .evals._compare import (
+        compare_reports,
+        load_report,
+        render_comparison_markdown,
+        render_comparison_terminal,
+    )
+
+    _check_output(args.markdown, "--markdown")
+    a, b = load_report(args.a), load_report(args.b)
+
+    def label(path: Path, report: EvalReport) -> str:
+        judges = ", ".join(dict.fromkeys(s.judge for s in report.suites)) or "no suites"
+        return f"{path} ({judges}; {report.created})"
+
+    comparison = compare_reports(a, b, label(args.a, a), label(args.b, b))
+    render_comparison_terminal(comparison, console)
+    if args.markdown:
+        _write(args.markdown, render_comparison_markdown(comparison), "--markdown")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vsh-ai`` console script; returns the exit status.
 
@@ -382,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     from ._judge_files import JudgeFileError
     from .evals import EvalSetupError, GateError, ReplayError, SuiteError
+    from .evals._compare import ReportError
     from .evals._pool import WorkerError
 
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
@@ -396,6 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ReplayError,
         UsageError,
         WorkerError,
+        ReportError,
     )
     try:
         if args.command == "eval":
@@ -404,6 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, console, errors)
         if args.command == "schema":
             return _schema(args, console)
+        if args.command == "compare":
+            return _compare(args, console)
         if args.command == "suites":
             return _suites(console)
         return _judges(console)

@@ -305,7 +305,7 @@ class Evidence(_Frozen):
     def deleted_paths(self) -> tuple[str, ...]:
         return tuple(c.path for c in self.changes if c.after is None)
 
-    @property
+    @cached_property
     def renames(self) -> tuple[tuple[str, str], ...]:
         """(source, destination) pairs of every rename effect, in program order."""
         return tuple(

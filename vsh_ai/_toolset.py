@@ -235,6 +235,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 _probe_state_directory(native, Path(state_directory))
         else:
             workspace = Path(workspace_or_runtime)
+            _check_workspace(workspace)
             self.workspace = workspace.resolve()
             state_directory = state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
             _check_state_directory(workspace, Path(state_directory))
@@ -1066,6 +1067,22 @@ class VshCapability(Capability[Any]):
         )
         self.toolset = toolset
         self.runtime = getattr(toolset, "runtime", None)
+
+
+def _check_workspace(workspace: Path) -> None:
+    """A missing workspace is the caller's mistake: say which path and what to do, rather
+    than VSH's ``canonicalize workspace capability`` error."""
+    if workspace.is_dir():
+        return
+    where = f"{workspace}" + (f" ({workspace.absolute()})" if not workspace.is_absolute() else "")
+    if workspace.exists():
+        raise NotADirectoryError(
+            f"VshToolset workspace {where} is not a folder; pass the folder the agent may change"
+        )
+    raise FileNotFoundError(
+        f"VshToolset workspace {where} does not exist; create the folder first "
+        "(Path(...).mkdir(parents=True)) or pass an existing folder the agent may change"
+    )
 
 
 def _check_state_directory(workspace: Path, state_directory: Path) -> None:

@@ -9,6 +9,11 @@ manifest. Nothing here decides: :mod:`vsh_ai.rules._deps` does, with these facts
 Version ranges are compared as unions of intervals, so "is the new range inside the old
 one" is answered exactly for the operators both grammars share (``==2.32.*``, ``~=``,
 ``^``, ``~``, ``||``, hyphen ranges), never by looking at the first digits.
+
+Parsing time is bounded: files over :data:`MAX_FILE_BYTES` (192 KiB; lock files up to
+:data:`MAX_LOCK_FILE_BYTES`, 512 KiB to 1 MiB) or with more than 10,000 requirement
+lines raise :class:`DependencySyntaxError`. Requirement strings are parsed once per
+process (memoised), so the two versions of an edit share the work for unchanged lines.
 """
 
 from __future__ import annotations
@@ -86,7 +91,16 @@ _NPM_SOURCE = re.compile(
 # and every `!=` clause splits an interval, so longer specs are "cannot tell" (None).
 MAX_NPM_SPEC = 256
 MAX_PEP440_CLAUSES = 32
-MAX_FILE_BYTES = 8 << 20  # larger dependency files are not analysed (unparsable -> unproven)
+# Larger dependency files are not analysed (unparsable -> unproven -> review): parsing
+# both versions stays under about a second for the slowest shapes of each kind (about
+# 3 s/MiB for requirement lines, 2 s/MiB for TOML locks, 0.8 s/MiB for package-lock).
+MAX_FILE_BYTES = 192 << 10
+MAX_LOCK_FILE_BYTES: dict[str, int] = {
+    "package-lock": 1 << 20,
+    "uv.lock": 512 << 10,
+    "poetry.lock": 512 << 10,
+}
+MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)
 _SHLEX_LIMIT = 4096
 
 
@@ -162,10 +176,14 @@ class Manifest:
 
     def by_key(self) -> dict[tuple[str, str], Dependency]:
         found: dict[tuple[str, str], Dependency] = {}
+        last: dict[tuple[str, str], int] = {}  # the last '#n' given to a repeated key
         for dep in self.dependencies:
-            key, n = dep.key, 1
-            while key in found:  # the same name twice (e.g. per-marker pins) stays distinct
-                n += 1
+            key = dep.key
+            if key in found:  # the same name twice (e.g. per-marker pins) stays distinct
+                n = last.get(key, 1)  # '#2'..'#n' are taken already: resume (linear time)
+                while (dep.section, f"{dep.name}#{n}") in found or n == 1:
+                    n += 1
+                last[key] = n
                 key = (dep.section, f"{dep.name}#{n}")
             found[key] = dep
         return found
@@ -572,11 +590,32 @@ def _url_name(url: str) -> str:
     return canonicalize_name(re.split(r"[-_]\d", tail, maxsplit=1)[0]) if tail else url
 
 
-def _pep508(text: str, section: str, *, line: int | None = None, raw: str = "") -> Dependency:
-    """A PEP 508 requirement string as a Dependency (URLs and paths become ``source``)."""
+_Parsed = tuple[str, str, tuple[str, ...], str | None, str | None]
+
+
+@lru_cache(maxsize=1 << 16)
+def _requirement(text: str) -> _Parsed | None:
+    """(name, specifier, extras, marker, url) of a PEP 508 string; None when invalid.
+
+    Memoised: the two versions of an edited file share most of their lines.
+    """
     try:
         req = Requirement(text)
     except InvalidRequirement:
+        return None
+    return (
+        canonicalize_name(req.name),
+        str(req.specifier),
+        tuple(sorted(canonicalize_name(e) for e in req.extras)),
+        str(req.marker) if req.marker is not None else None,
+        req.url,
+    )
+
+
+def _pep508(text: str, section: str, *, line: int | None = None, raw: str = "") -> Dependency:
+    """A PEP 508 requirement string as a Dependency (URLs and paths become ``source``)."""
+    parsed = _requirement(text)
+    if parsed is None:
         stripped = text.split(";", 1)[0].strip()
         if (
             "://" in stripped
@@ -586,15 +625,16 @@ def _pep508(text: str, section: str, *, line: int | None = None, raw: str = "") 
             return Dependency(
                 "pypi", section, _url_name(stripped), "", source=stripped, line=line, raw=raw
             )
-        raise DependencySyntaxError(f"line {line}: not a requirement: {text[:80]!r}") from None
+        raise DependencySyntaxError(f"line {line}: not a requirement: {text[:80]!r}")
+    name, spec, extras, marker, url = parsed
     return Dependency(
         "pypi",
         section,
-        canonicalize_name(req.name),
-        str(req.specifier),
-        extras=tuple(sorted(canonicalize_name(e) for e in req.extras)),
-        marker=str(req.marker) if req.marker is not None else None,
-        source=req.url,
+        name,
+        spec,
+        extras=extras,
+        marker=marker,
+        source=url,
         line=line,
         raw=raw or text,
     )
@@ -609,7 +649,11 @@ def parse_requirements(
     """
     deps: list[Dependency] = []
     options: list[str] = []
-    for number, line in _logical_lines(text):
+    for count, (number, line) in enumerate(_logical_lines(text), 1):
+        if count > MAX_REQUIREMENT_LINES:
+            raise DependencySyntaxError(
+                f"{path}: more than {MAX_REQUIREMENT_LINES} requirement lines (line {number})"
+            )
         if line.startswith("-"):
             words = _split_words(line)
             head = words[0]
@@ -631,30 +675,45 @@ def parse_requirements(
             _, normalised = _option_words(words)
             options.append(" ".join(normalised))
             continue
-        requirement, _, tail = _split_requirement(line)
-        hashes, other = _option_words(_split_words(tail))
-        try:
-            dep = _pep508(requirement, "requirements", line=number, raw=line)
-        except DependencySyntaxError:
-            if strict:
-                raise
-            continue
+        requirement, parsed, hashes, other = _requirement_line(line)
+        if parsed is None:  # a URL or path, or not a requirement
+            try:
+                dep = _pep508(requirement, "requirements", line=number, raw=line)
+            except DependencySyntaxError:
+                if strict:
+                    raise
+                continue
+            parsed = (dep.name, dep.spec, dep.extras, dep.marker, dep.source)
+        name, spec, extras, marker, source = parsed
         deps.append(
             Dependency(
-                dep.ecosystem,
-                dep.section,
-                dep.name,
-                dep.spec,
-                dep.extras,
-                dep.marker,
-                dep.source,
-                tuple(sorted(hashes)),
-                tuple(other),
+                "pypi",
+                "requirements",
+                name,
+                spec,
+                extras,
+                marker,
+                source,
+                hashes,
+                other,
                 number,
                 line,
             )
         )
     return Manifest(path, "requirements", "pypi", tuple(deps), tuple(options))
+
+
+@lru_cache(maxsize=1 << 16)
+def _requirement_line(
+    line: str,
+) -> tuple[str, _Parsed | None, tuple[str, ...], tuple[str, ...]]:
+    """(requirement, its parse or None, sorted hashes, other options) of a logical line.
+
+    Memoised like :func:`_requirement`: an edit re-reads only the lines it changed.
+    """
+    requirement, _, tail = _split_requirement(line)
+    hashes, other = _option_words(_split_words(tail))
+    return requirement, _requirement(requirement), tuple(sorted(hashes)), tuple(other)
 
 
 def _split_requirement(line: str) -> tuple[str, str, str]:
@@ -1113,8 +1172,9 @@ def file_kind(path: str) -> FileKind | None:
 def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) -> Manifest:
     """Parse ``data`` as the dependency file ``path`` names (or as ``kind``)."""
     kind = kind or file_kind(path)
-    if len(data) > MAX_FILE_BYTES:
-        raise DependencySyntaxError(f"{path}: too large to analyse ({len(data)} bytes)")
+    limit = MAX_LOCK_FILE_BYTES.get(kind or "", MAX_FILE_BYTES)
+    if len(data) > limit:
+        raise DependencySyntaxError(f"{path}: too large to analyse ({len(data)} bytes > {limit})")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

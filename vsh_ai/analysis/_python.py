@@ -8,7 +8,9 @@ through imports and aliases: ``from subprocess import run as r``, ``import os as
 tests skipped or deselected whatever the alias (``from pytest import mark as m``,
 ``pytestmark``, ``collect_ignore``, ``pytest_*`` hooks); assertions removed or weakened;
 definitions removed; a module emptied or commented out. Source that does not parse is
-the fact ``unparsable``, never harmless. Lines are paired with difflib opcodes, so an
+the fact ``unparsable``, never harmless; so is a module over 256 KiB or with more than
+500 risky calls (:data:`MAX_RISKY_FACTS`: not compared call by call; one fact per kind
+found is reported with it). Lines are paired with difflib opcodes, so an
 edited line is a modification, not an added line.
 
 :func:`is_tooling_code` names files that tools execute (conftest.py, setup.py,
@@ -19,20 +21,23 @@ from __future__ import annotations
 
 import ast
 import difflib
+import gc
 import io
 import re
 import tokenize
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
 
 __all__ = (
     "CALL_CATEGORIES",
     "FLAGGED_FACTS",
     "MAX_ANALYSED_BYTES",
+    "MAX_RISKY_FACTS",
     "CodeFact",
     "FactKind",
     "LineDiff",
@@ -510,6 +515,7 @@ def _index(tree: ast.Module) -> _Index:
 
 
 MAX_ANALYSED_BYTES = 256 * 1024  # larger sources are "unparsable": bounded time per decision
+MAX_RISKY_FACTS = 500  # more risky calls in one module are "unparsable": too many to compare
 
 
 def _parse(source: str | bytes) -> ast.Module | CodeFact:
@@ -526,6 +532,40 @@ def _parse(source: str | bytes) -> ast.Module | CodeFact:
         return CodeFact("unparsable", None, f"cannot be parsed: {type(error).__name__}")
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a module's AST is built and read.
+
+    An AST is hundreds of thousands of acyclic objects (freed by reference counting);
+    each allocation burst made the collector walk every live object of the process,
+    which doubled the time of a 256 KiB module and grew with the process's heap.
+    The collector is re-enabled afterwards only if it was enabled before.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _without_gc(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``function`` with the cyclic collector paused (see :func:`_gc_paused`)."""
+
+    @wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _gc_paused():
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
 @lru_cache(maxsize=256)
 def module_facts(source: str | bytes) -> ModuleFacts:
     """Definitions, risky calls, skips/hooks and assertions of one module version.
@@ -533,7 +573,8 @@ def module_facts(source: str | bytes) -> ModuleFacts:
     A module nested too deeply to analyse is reported like one that does not parse.
     """
     try:
-        return _module_facts(source)
+        with _gc_paused():
+            return _module_facts(source)
     except (RecursionError, MemoryError) as error:
         return ModuleFacts(
             CodeFact("unparsable", None, f"too deeply nested ({type(error).__name__})")
@@ -547,6 +588,10 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
     index = _index(tree)
     resolver = _Resolver(index.learn)
     risky: list[tuple[FactKind, str, str, int]] = []
+
+    def sign(node: ast.AST) -> str:  # only the first MAX_RISKY_FACTS: dumps are costly
+        return _signature(node) if len(risky) < MAX_RISKY_FACTS else ""
+
     for node in index.look:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Call):
@@ -557,7 +602,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                     passed = resolver.resolve(argument)
                     passed_kind = _category(passed) if passed is not None else None
                     if passed_kind is not None and passed is not None:
-                        risky.append((passed_kind, passed, _signature(node), line))
+                        risky.append((passed_kind, passed, sign(node), line))
             name = resolver.resolve(node.func)
             if name is not None:
                 kind = _category(name)
@@ -568,11 +613,11 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                 ):
                     kind = None
                 if kind is not None:
-                    risky.append((kind, name, _signature(node), line))
+                    risky.append((kind, name, sign(node), line))
                 if _is_skip(name):
-                    risky.append(("skip", name, _signature(node), line))
+                    risky.append(("skip", name, sign(node), line))
             if isinstance(node.func, ast.Attribute) and node.func.attr == "skipTest":
-                risky.append(("skip", "skipTest", _signature(node), line))
+                risky.append(("skip", "skipTest", sign(node), line))
             if (
                 name is None
                 and isinstance(node.func, ast.Name)
@@ -587,7 +632,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                     in ("os", "subprocess", "builtins", "importlib", "pickle", "socket")
                 ):
                     risky.append(
-                        ("dynamic_import", f"getattr({base}, <computed>)", _signature(node), line)
+                        ("dynamic_import", f"getattr({base}, <computed>)", sign(node), line)
                     )
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:
@@ -596,7 +641,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                         (
                             "skip",
                             f"decorator on {node.name}",
-                            _signature(decorator),
+                            sign(decorator),
                             decorator.lineno,
                         )
                     )
@@ -605,7 +650,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                 for statement in node.body[:-1]:
                     if isinstance(statement, (ast.Return, ast.Raise)):
                         detail = f"{node.name}: code after line {statement.lineno}"
-                        signature = f"{node.name}:{_signature(statement)}"
+                        signature = f"{node.name}:{sign(statement)}"
                         risky.append(("unreachable", detail, signature, statement.lineno))
                         break
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
@@ -616,7 +661,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
             target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             name = resolver.resolve(target) or _dotted(target) or ""
             if _is_skip(name) or name.rsplit(".", 1)[-1] == "SkipTest":
-                risky.append(("skip", f"raise {name}", _signature(node), line))
+                risky.append(("skip", f"raise {name}", sign(node), line))
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -626,15 +671,13 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
                     and node.value is not None
                     and _mentions_skip(node.value, resolver)
                 ):
-                    risky.append(("skip", "pytestmark", _signature(node), line))
+                    risky.append(("skip", "pytestmark", sign(node), line))
                 elif name in _COLLECTION_NAMES or (name or "").endswith(".__test__"):
-                    risky.append(("collection", name or "", _signature(node), line))
+                    risky.append(("collection", name or "", sign(node), line))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             if isinstance(func, ast.Attribute) and _dotted(func.value) in _COLLECTION_NAMES:
-                risky.append(
-                    ("collection", f"{_dotted(func.value)}.{func.attr}", _signature(node), line)
-                )
+                risky.append(("collection", f"{_dotted(func.value)}.{func.attr}", sign(node), line))
     body = [
         s for s in tree.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]
@@ -645,7 +688,14 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
     }
     definitions = dict(sorted(index.definitions.items(), key=lambda item: item[1]))
     risky.sort(key=lambda r: r[3])
-    return ModuleFacts(None, definitions, tuple(risky), checks, len(meaningful))
+    error = None
+    if len(risky) > MAX_RISKY_FACTS:
+        error = CodeFact(
+            "unparsable",
+            risky[0][3],
+            f"too many risky calls to compare ({len(risky)} > {MAX_RISKY_FACTS})",
+        )
+    return ModuleFacts(error, definitions, tuple(risky), checks, len(meaningful))
 
 
 # -- line pairing --------------------------------------------------------------------
@@ -833,17 +883,30 @@ def _code_changes(before: str | bytes | None, after: str | bytes | None) -> tupl
     old_facts = module_facts(before) if before is not None else ModuleFacts()
     if new_facts.error is not None:
         error = new_facts.error
-        return (CodeFact("unparsable", error.line, error.detail, _where(error.line, lines)),)
+        facts.append(CodeFact("unparsable", error.line, error.detail, _where(error.line, lines)))
+        # Too many risky calls to compare: still name each kind found (a rule that flags
+        # only some kinds must see them), once, at its first line.
+        counts = Counter(kind for kind, _, _, _ in new_facts.risky)
+        for kind, _, _, line in new_facts.risky:
+            if counts[kind]:
+                facts.append(
+                    CodeFact(kind, line, f"{counts[kind]} found, not compared", _where(line, lines))
+                )
+                counts[kind] = 0
+        return tuple(facts)
     if old_facts.error is not None and after is not None:
         facts.append(
             CodeFact(
                 "unparsable",
                 old_facts.error.line,
-                "the previous version did not parse; nothing could be compared",
+                "the previous version could not be analysed "
+                f"({old_facts.error.detail}); nothing could be compared",
             )
         )
     # New risky calls, skips and hooks: those beyond the old version's count.
-    seen = Counter((kind, detail, sig) for kind, detail, sig, _ in old_facts.risky)
+    seen = Counter(
+        (kind, detail, sig) for kind, detail, sig, _ in (() if old_facts.error else old_facts.risky)
+    )
     for kind, detail, sig, line in new_facts.risky:
         if seen[(kind, detail, sig)] > 0:
             seen[(kind, detail, sig)] -= 1
@@ -949,6 +1012,7 @@ _LAYOUT_TOKENS = frozenset(
 )
 
 
+@_without_gc
 def code_tokens(source: str | bytes) -> tuple[tuple[int, str], ...] | None:
     """The module's code tokens as written, without comments, docstrings or layout.
 
@@ -974,6 +1038,7 @@ def code_tokens(source: str | bytes) -> tuple[tuple[int, str], ...] | None:
     return tuple(out)
 
 
+@_without_gc
 def docstring_free_dump(source: str | bytes) -> str | None:
     """The module's AST without docstrings, positions or comments (None: unparsable).
 

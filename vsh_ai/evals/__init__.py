@@ -5,6 +5,7 @@ same thing from Python. ``EvalOptions(mutants=True)`` also scores every case's
 meaning-preserving mutants (``suite_mutants``), reported apart by mutation kind.
 """
 
+from ._compare import Comparison, Disagreement, ReportError, compare_reports, load_report
 from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, compute_metrics
 from ._models import STRESS_MODES, StressMode, stress_model
 from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
@@ -57,6 +58,8 @@ __all__ = (
     "BinaryFile",
     "CaseOutcome",
     "CategoryRow",
+    "Comparison",
+    "Disagreement",
     "EvalCase",
     "EvalOptions",
     "EvalReport",
@@ -73,6 +76,7 @@ __all__ = (
     "Recordings",
     "ReplayError",
     "ReplayModel",
+    "ReportError",
     "RuleCoverage",
     "RunFailure",
     "Skipped",
@@ -87,10 +91,12 @@ __all__ = (
     "bundled_suites_dir",
     "case_mutants",
     "clopper_pearson_upper",
+    "compare_reports",
     "compute_metrics",
     "decided_from",
     "evaluate_suite",
     "find_suites",
+    "load_report",
     "load_suite",
     "recordings_dir",
     "render_markdown",

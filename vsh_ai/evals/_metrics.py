@@ -108,6 +108,9 @@ class Metrics(BaseModel):
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    unpriced_requests: int = Field(
+        default=0, description="Model requests whose price is unknown (not in cost_usd)."
+    )
     categories: list[CategoryRow]
     unsafe_approval_cases: list[str]
 
@@ -264,6 +267,7 @@ def compute_metrics(observations: Sequence[Observation]) -> Metrics:
         input_tokens=sum(o.input_tokens for o in observations),
         output_tokens=sum(o.output_tokens for o in observations),
         cost_usd=sum(costs) if costs else None,
+        unpriced_requests=sum(o.requests for o in observations if o.cost_usd is None),
         categories=rows,
         unsafe_approval_cases=sorted({o.case_id for o in unsafe_approved}),
     )

@@ -285,9 +285,19 @@ def _headline(m: Metrics) -> list[tuple[str, str]]:
         (
             "model usage",
             f"{m.requests} requests, {m.input_tokens} in / {m.output_tokens} out tokens, "
-            f"cost {'unknown' if m.cost_usd is None else f'${m.cost_usd:.4f}'}",
+            f"cost {_cost(m)}",
         ),
     ]
+
+
+def _cost(m: Metrics) -> str:
+    if m.requests == 0:
+        return "$0 (no model calls)"
+    if m.cost_usd is None:
+        return "unknown (no price known for this model)"
+    if m.unpriced_requests:
+        return f"${m.cost_usd:.4f} + {m.unpriced_requests} requests with no known price"
+    return f"${m.cost_usd:.4f}"
 
 
 def _confusion_rows(m: Metrics) -> list[list[str]]:
@@ -394,7 +404,7 @@ def render_terminal(
         console.print(Text(f"WRONG DECISIONS ({len(wrong)})", style="bold yellow"))
         shown = wrong if verbose else wrong[:50]
         for line in shown:
-            console.print(Text("  ≠ " + line), emoji=False, highlight=False)
+            console.print(Text("  ≠ " + line), emoji=False, highlight=False, soft_wrap=True)
         if len(shown) < len(wrong):
             console.print(f"  ... and {len(wrong) - len(shown)} more (--verbose, --markdown)")
     raised = _raised(report)
@@ -402,7 +412,7 @@ def render_terminal(
         console.print(Text(f"JUDGE EXCEPTIONS ({len(raised)})", style="bold red"))
         for name, trace in raised:
             last = trace.strip().splitlines()[-1] if trace.strip() else "?"
-            console.print(Text(f"  ! {name}: {last}"), emoji=False, highlight=False)
+            console.print(Text(f"  ! {name}: {last}"), emoji=False, highlight=False, soft_wrap=True)
             if verbose:
                 console.print(Text(trace.rstrip()), emoji=False, highlight=False)
         if not verbose:
@@ -438,7 +448,7 @@ def render_terminal(
         _print_metrics(console, title, suite.metrics, len(report.suites) == 1)
         coverage = _coverage_line(suite)
         if coverage:
-            console.print(Text(coverage), emoji=False, highlight=False)
+            console.print(Text(coverage), emoji=False, highlight=False, soft_wrap=True)
     if len(report.suites) > 1:
         _print_metrics(console, "overall", report.overall, True)
     if report.mutants is not None:

@@ -88,7 +88,12 @@ def _python_judge(spec: str) -> Judge:
             "from the current folder or an installed package"
         ) from None
     if isinstance(value, type) or not isinstance(value, Judge):
-        value = value() if callable(value) else value
+        try:
+            value = value() if callable(value) else value
+        except Exception as error:
+            raise EvalSetupError(
+                f"--judge {spec}: building the judge raised {type(error).__name__}: {error}"
+            ) from None
     judge = value
     if not isinstance(judge, Judge):
         raise EvalSetupError(

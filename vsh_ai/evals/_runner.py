@@ -21,6 +21,8 @@ import anyio
 import anyio.to_thread
 import vsh
 from pydantic import BaseModel, Field
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.usage import RequestUsage
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import (
     ConfusionMatrixEvaluator,
@@ -36,7 +38,7 @@ from vsh._async import native_call
 from .._evidence import Evidence
 from .._hooks import Judge, JudgeHook, as_hook, judge_digest, review_off_loop
 from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES, Simulation
-from .._verdict import Verdict
+from .._verdict import Usage, Verdict
 from ._metrics import Metrics, Observation, compute_metrics
 from ._mutants import MUTATION_KINDS, MutantCase, Signature, case_mutants
 from ._suite import BinaryFile, EvalCase, Expected, Suite, SymlinkFile, TextFile
@@ -59,6 +61,7 @@ __all__ = (
     "evaluate_suite",
     "fast_scratch",
     "materialize",
+    "price_usd",
     "rule_inventory",
     "rules_fired",
     "run_case",
@@ -130,8 +133,35 @@ class CaseOutcome(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     model: str | None = None
+    cost_usd: float | None = Field(
+        default=None, description="Price of the model requests (genai-prices), when known."
+    )
     escalated: bool = False
     by_model: bool = False
+
+
+def price_usd(model: str | None, usage: Usage | None) -> float | None:
+    """What a decision's model requests cost, from Pydantic AI's price calculation.
+
+    ``model`` is ``provider:name`` as the LLM judge reports it (a replayed model's
+    recorded name counts as that model). None when there were no requests or
+    genai-prices does not know the model (test, function and stress models).
+    """
+    if not model or usage is None or usage.requests == 0:
+        return None
+    provider, _, name = model.removeprefix("replay:").partition(":")
+    if not name:
+        return None
+    response = ModelResponse(
+        parts=[],
+        usage=RequestUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+        model_name=name,
+        provider_name=provider,
+    )
+    try:
+        return float(response.cost().total_price)
+    except (LookupError, ValueError, AssertionError):
+        return None
 
 
 class RunFailure(BaseModel):
@@ -550,6 +580,7 @@ def _outcome(
         input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0,
         model=verdict.model if verdict else None,
+        cost_usd=price_usd(verdict.model, usage) if verdict else None,
         escalated=isinstance(trail, list) and len(trail) > 1,
         by_model=bool(verdict and verdict.model and verdict.decision != "abstain"),
     )
@@ -704,6 +735,7 @@ def _observation(case: EvalCase, outcome: CaseOutcome) -> Observation:
         requests=outcome.requests,
         input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens,
+        cost_usd=outcome.cost_usd,
         escalated=outcome.escalated,
         by_model=outcome.by_model,
     )

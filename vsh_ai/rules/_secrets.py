@@ -40,9 +40,8 @@ def _with_article(kind: str) -> str:
     return f"{'an' if vowel else 'a'} {kind}"
 
 
-def _before_text(evidence: Evidence, path: str) -> str:
-    """The text this path had before, following renames back to their source."""
-    sources = {destination: source for source, destination in evidence.renames}
+def _before_text(evidence: Evidence, path: str, sources: dict[str, str]) -> str:
+    """The text this path had before, following renames (``sources``: dest -> source)."""
     seen: set[str] = set()
     current: str | None = path
     parts: list[str] = []
@@ -56,14 +55,32 @@ def _before_text(evidence: Evidence, path: str) -> str:
     return "\n".join(parts)
 
 
+class _Shown:
+    """A path as reasons show it: redacted on first use, so unreported paths cost nothing."""
+
+    __slots__ = ("_path", "_text")
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = redact_text(self._path)[0]
+        return self._text
+
+
 class NoSecrets(Rule):
     """Changed files and new path names must not add secrets (default action: reject).
 
     Each changed text file is scanned whole (multi-line and encoded secrets included) by
     :func:`vsh_ai.analysis.find_secrets`; a secret counts only if its value was not in the
-    file before (renames followed). Binary files and files whose bytes were not captured
-    cannot be scanned and get ``review``; so does content beyond the scan limit.
-    Reasons never repeat a secret (path names are redacted too).
+    file before (renames followed; the old text is read only when the new one has
+    findings). Binary files and files whose bytes were not captured cannot be scanned and
+    get ``review`` (uncaptured old bytes only matter when the new text has findings); so
+    does content beyond the scan limit. Reasons never repeat a secret (path names are
+    redacted too).
     """
 
     type: Literal["no_secrets"] = "no_secrets"
@@ -76,35 +93,47 @@ class NoSecrets(Rule):
         found: dict[str, list[str]] = {}
         kinds: set[str] = set()
         unscannable: dict[str, str] = {}
+        sources: dict[str, str] | None = None  # rename destination -> source, built once
         for change in evidence.changes:
             if matching(self.globs, change.path) is None:
                 continue
-            shown = redact_text(change.path)[0]
+            shown = _Shown(change.path)  # redacted only when the path is reported
             if change.before is None and change.after is not None:
                 name_kinds = {f.kind for f in find_secrets(change.path)} - {UNSCANNED}
                 if name_kinds:
-                    found.setdefault(shown, []).append("its name")
+                    found.setdefault(shown.text, []).append("its name")
                     kinds.update(name_kinds)
             if change.kind == "metadata_change":
                 continue
             try:
                 after = evidence.after_bytes(change.path)
-                if after is None:
-                    continue
-                before = _before_text(evidence, change.path)
             except EvidenceGap:
-                unscannable[shown] = "its bytes were not captured"
+                unscannable[shown.text] = "its bytes were not captured"
+                continue
+            if after is None:
                 continue
             if is_binary(after):
-                unscannable[shown] = "it is binary"
+                unscannable[shown.text] = "it is binary"
                 continue
             text = after.decode("utf-8", errors="replace")
-            known = {_fingerprint(before, f) for f in find_secrets(before)} if before else set()
-            for finding in find_secrets(text):
+            findings = find_secrets(text)
+            if any(finding.kind != UNSCANNED for finding in findings):
+                # Only text with findings needs the before-text: is each finding new?
+                if sources is None:
+                    sources = {dst: src for src, dst in evidence.renames}
+                try:
+                    before = _before_text(evidence, change.path, sources)
+                except EvidenceGap:
+                    unscannable[shown.text] = "its bytes were not captured"
+                    continue
+                known = {_fingerprint(before, f) for f in find_secrets(before)} if before else set()
+            else:
+                known = set()
+            for finding in findings:
                 if finding.kind == UNSCANNED:
-                    unscannable[shown] = "it is too large to scan in full"
+                    unscannable[shown.text] = "it is too large to scan in full"
                 elif _fingerprint(text, finding) not in known:
-                    found.setdefault(shown, []).append(f"line {_line_of(text, finding.start)}")
+                    found.setdefault(shown.text, []).append(f"line {_line_of(text, finding.start)}")
                     kinds.add(finding.kind)
         if found:
             hits = [f"{path} ({', '.join(dict.fromkeys(where))})" for path, where in found.items()]
