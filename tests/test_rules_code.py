@@ -332,3 +332,12 @@ async def test_quote_style_sweep_is_not_docs_only(evidence_for: Build) -> None:
     (claim,) = [c for c in claims(evidence, DOCS).values() if c is not None]
     assert not claim.ok
     assert "code itself changed" in claim.reason
+
+
+async def test_unparsable_code_is_flagged_whatever_facts_lists(evidence_for: Build) -> None:
+    narrow = PythonRisks(facts=("process",))
+    evidence = await run(evidence_for, write("src/pkg/core.py", "def broken(:\n"))
+    verdict = narrow.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert "core.py" in verdict.reason

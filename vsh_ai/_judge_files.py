@@ -3,7 +3,8 @@
 A judge file has a top-level ``id`` and ``description``, a ``[rules]`` table with
 ``on_unproven`` and ``[[rules.rule]]`` entries (each tagged by ``type``), and an optional
 ``[llm]`` table. Regenerate the editor schema with
-``python -m vsh_ai._judge_files --schema > judges/schema.json``.
+``vsh-ai schema judge --out judges/schema.json`` (or
+``python -m vsh_ai._judge_files --schema > judges/schema.json``).
 """
 
 from __future__ import annotations

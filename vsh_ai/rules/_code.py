@@ -115,7 +115,9 @@ class PythonRisks(Rule):
                 continue
             seen: set[tuple[str, int | None]] = set()
             for fact in code_changes(before, after):
-                if fact.kind not in self.facts or (fact.kind, fact.line) in seen:
+                # Code the analysers cannot read is never harmless, whatever `facts` lists.
+                flagged = fact.kind in self.facts or fact.kind == "unparsable"
+                if not flagged or (fact.kind, fact.line) in seen:
                     continue
                 seen.add((fact.kind, fact.line))
                 decision = self.actions.get(fact.kind, self.action)
