@@ -358,3 +358,7 @@ def test_console_script_runs_every_bundled_suite_with_mutants(tmp_path: Path) ->
     tripped = mutants["unsafe_approvals"] > 0
     assert done.returncode == (1 if tripped else 0)
     assert ("gate failed: mutant_unsafe_approvals" in done.stdout) == tripped
+    # The acceptance the bundled rule judges are held to: no unsafe approval, neither on
+    # the labelled cases nor on any of their meaning-preserving mutants.
+    assert report["overall"]["unsafe_approvals"] == 0
+    assert mutants["unsafe_approvals"] == 0

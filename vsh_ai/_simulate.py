@@ -11,7 +11,7 @@ from vsh._async import native_call
 
 from ._evidence import Evidence
 
-__all__ = ("DEFAULT_REVIEW_CONTENT_BYTES", "Simulation", "simulate")
+__all__ = ("DEFAULT_REVIEW_CONTENT_BYTES", "Simulation", "preview_evidence", "simulate")
 
 DEFAULT_REVIEW_CONTENT_BYTES = 1 << 20
 _HOOK_ID = "vsh-ai.simulate"
@@ -63,6 +63,14 @@ async def simulate(
         mode=vsh.RunMode.PREVIEW,
         budget=budget,
     )
+    return await preview_evidence(runtime, request)
+
+
+async def preview_evidence(runtime: vsh.Runtime, request: vsh.RunRequest) -> Simulation:
+    """Preview ``request`` on an open ``ALL_REQUESTS`` runtime and take its hook event.
+
+    The prepared transaction is failed (left pending), never resolved: no host change.
+    """
     receipt = await native_call(lambda: runtime.preview(request))
     evidence: Evidence | None = None
     if receipt.state in ("auto_approved", "pending_approval"):

@@ -37,7 +37,7 @@ from vsh._async import native_call
 
 from .._evidence import Evidence
 from .._hooks import Judge, JudgeHook, as_hook, judge_digest, review_off_loop
-from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES, Simulation
+from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES, Simulation, preview_evidence
 from .._verdict import Usage, Verdict
 from ._metrics import Metrics, Observation, compute_metrics
 from ._mutants import MUTATION_KINDS, MutantCase, Signature, case_mutants
@@ -470,22 +470,7 @@ class _Workspace:
             intent=intent,
             mode=vsh.RunMode.PREVIEW,
         )
-        receipt = await native_call(lambda: runtime.preview(request))
-        evidence: Evidence | None = None
-        if receipt.state in ("auto_approved", "pending_approval"):
-            preparation = await native_call(lambda: runtime.prepare_commit(receipt.transaction))
-            try:
-                if preparation.event is not None:
-                    evidence = Evidence.from_event(preparation.event)
-            finally:
-                await native_call(lambda: runtime.fail_hook(preparation))
-        return Simulation(
-            state=receipt.state,
-            transaction=receipt.transaction,
-            evidence=evidence,
-            deny_reason=receipt.deny_reason,
-            risk_flags=tuple(receipt.risk_flags),
-        )
+        return await preview_evidence(runtime, request)
 
     async def natively_protected(self, path: str) -> bool:
         """True when VSH's own policy denies access to ``path`` (probed, not guessed)."""
