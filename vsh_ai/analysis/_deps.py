@@ -1222,37 +1222,27 @@ class DependencyChange:
             return "added"
         return "removed" if self.after is None else "changed"
 
+    def _same(self, field: str) -> bool:
+        """Both sides exist and agree on ``field``."""
+        if self.before is None or self.after is None:
+            return False
+        return bool(getattr(self.before, field) == getattr(self.after, field))
+
     @property
     def same_source(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.source == self.after.source)
-        )
+        return self._same("source")
 
     @property
     def same_extras(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.extras == self.after.extras)
-        )
+        return self._same("extras")
 
     @property
     def same_marker(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.marker == self.after.marker)
-        )
+        return self._same("marker")
 
     @property
     def same_options(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.options == self.after.options)
-        )
+        return self._same("options")
 
     @property
     def hashes(self) -> HashState:
