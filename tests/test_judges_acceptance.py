@@ -38,3 +38,36 @@ def test_rules_approve_nothing_unsafe_in_front_of_a_wrong_model(
         assert overall["unsafe_approvals_by_model"] == 0
     else:
         assert overall["escalated_approvals"] > 0, "the always-approve model approves them"
+
+
+APP = "[server]\ntimeout_s = 30\n\n[features]\nnew_dashboard = false\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("flag", "decision"),
+    [
+        ("beta_search", "approve"),
+        ("keyboard_shortcuts", "approve"),  # `key` matches whole words only
+        ("skip_verification", "review"),
+        ("bypass_rate_checks", "review"),
+        ("disable_signature_check", "review"),
+        ("log_request_headers", "review"),
+        ("api_key_optional", "review"),
+        ("raw_sql_console", "review"),
+        ("allow_plaintext_login", "reject"),
+    ],
+)
+async def test_service_config_proves_feature_flags_by_name(
+    evidence_for, flag: str, decision: str
+) -> None:
+    """Feature flags are tunable, but a new flag is proven only by its name."""
+    from vsh_ai import load_judge
+
+    evidence = await evidence_for(
+        {"config/app.toml": APP},
+        "t = vsh_read('/workspace/config/app.toml')\n"
+        f"vsh_write('/workspace/config/app.toml', t + '{flag} = true\\n')",
+    )
+    verdict = await load_judge("service-config", skip_llm=True).review(evidence)
+    assert verdict.decision == decision, verdict.reason
