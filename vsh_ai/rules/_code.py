@@ -175,6 +175,12 @@ class AllowPythonDocs(Allowance):
         old, new = docstring_free_dump(before), docstring_free_dump(after)
         if old is None or new is None:
             return Claim(False, f"{path} does not parse; it cannot be proven unchanged")
+        if _doctests(before) != _doctests(after):
+            return Claim(
+                False,
+                f"{path}: doctest examples changed (`>>>` lines run under pytest "
+                "--doctest-modules); they are code, and source edits need a human",
+            )
         if old != new or code_tokens(before) != code_tokens(after):
             return Claim(
                 False,
@@ -182,3 +188,13 @@ class AllowPythonDocs(Allowance):
                 "blank lines and spacing); source edits need a human",
             )
         return Claim(True, f"{path}: only comments, docstrings or spacing changed")
+
+
+def _doctests(source: bytes) -> list[str]:
+    """The doctest prompts of a module, in order (docstrings and comments alike)."""
+    text = source.decode("utf-8", "replace")
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.lstrip().startswith((">>>", "... ")) or line.strip() == "..."
+    ]
