@@ -71,3 +71,32 @@ async def test_service_config_proves_feature_flags_by_name(
     )
     verdict = await load_judge("service-config", skip_llm=True).review(evidence)
     assert verdict.decision == decision, verdict.reason
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("line", "decision"),
+    [
+        ("Credentials come from the DB_PASSWORD environment variable.", "approve"),
+        ("The token is read from the environment.", "approve"),
+        ("export STRIPE_KEY=<your-stripe-secret-key>", "approve"),
+        ("The prod DB password is swordfish.", "refused"),  # no detector pattern for prose
+        ("Default login: admin, password: hunter22", "refused"),
+        ("The API key is 8c1f0e2a9b7d4c3e", "refused"),
+    ],
+)
+async def test_docs_never_prove_a_credential_written_in_prose(
+    evidence_for, line: str, decision: str
+) -> None:
+    from vsh_ai import load_judge
+
+    evidence = await evidence_for(
+        {"docs/setup.md": "# Setup\n"},
+        "t = vsh_read('/workspace/docs/setup.md')\n"
+        f"vsh_write('/workspace/docs/setup.md', t + {line!r} + '\\n')",
+    )
+    verdict = await load_judge("secrets-hygiene", skip_llm=True).review(evidence)
+    if decision == "refused":
+        assert verdict.decision in ("review", "reject"), verdict.reason
+    else:
+        assert verdict.decision == decision, verdict.reason

@@ -32,6 +32,7 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
+from ..analysis._secrets import is_placeholder
 from ._base import Allowance, Claim, NetChange
 from ._content import compile_re2
 from ._glob import check_globs, matching
@@ -104,6 +105,12 @@ class AllowPaths(Allowance):
         default=True,
         description="False: text adding an opaque token (12+ characters mixing letters and "
         "digits, like a key, hash or an encoding of one) is not claimed.",
+    )
+    credential_text: bool = Field(
+        default=False,
+        description="True: added lines may name a credential with a literal value after it "
+        "(`password is swordfish`, `api key: 8c1f...`). By default they are not claimed: "
+        "the secret detector cannot tell a dictionary-word password in prose.",
     )
     rename_to: tuple[str, ...] = Field(
         default=(),
@@ -202,6 +209,14 @@ class AllowPaths(Allowance):
                         f"{path} line {line} adds an opaque token (a key, hash or encoded "
                         "value?); write names and placeholders, never values",
                     )
+            if not self.credential_text and data is not None and not is_binary(data):
+                line = _credential_line(evidence, path, data)
+                if line is not None:
+                    return Claim(
+                        False,
+                        f"{path} line {line} names a credential with a value after it; "
+                        "write the variable or secret-manager name, never the value",
+                    )
             outside = [p for p in change.copied_from if matching(self.paths, p) is None]
             if outside:
                 return Claim(
@@ -227,6 +242,61 @@ def _opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
             continue
         for token in _OPAQUE.findall(line):
             if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+                return number
+    return None
+
+
+_CREDENTIAL_WORD = compile_re2(
+    r"(?i)(?:^|[^A-Za-z0-9_])(?:passwords?|passwd|passphrase|pwd|pass|secrets?|tokens?|"
+    r"api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|credentials?)(?:[^A-Za-z0-9_]|$)"
+)
+_FILLER = frozenset(("is", "was", "are", "were", "be", "set", "to", "=", ":", "-", "/", "of"))
+_VALUE_TOKEN = re.compile(r"[^\s`'\"|,;()\[\]]+")
+_ENV_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
+_WORD_HEAD = re.compile(r"[$]?[{]?[A-Za-z0-9_]+[}]?")
+_LOOKUP = re.compile(r"(?i)environ|getenv|process\.env|secrets?\.|vault|keyring")
+
+
+def _credential_value(rest: str) -> bool:
+    """Whether the text after a credential word starts with a literal value."""
+    tokens = _VALUE_TOKEN.findall(rest[:200])
+    for token in tokens[:4]:
+        word = token.strip(".:=!?*-").lstrip("@/")
+        if not word or word.lower() in _FILLER:
+            continue
+        head = _WORD_HEAD.match(word)
+        if head is not None and _ENV_NAME.fullmatch(head.group(0)):
+            return False  # an upper-case name: `PASSWORD@HOST`, `${DB_PASSWORD}`
+        if len(word) < 4 or is_placeholder(word) or _LOOKUP.search(word):
+            return False
+        return (head.group(0) if head is not None else word).lower() not in _PROSE
+    return False
+
+
+# Words after a credential word that start prose, not a value ("the token is read from").
+_PROSE_WORDS = """
+    from with that this your their each every when must should will would never only field
+    fields value values variable variables environment manager store vault file files rotation
+    policy length reset change required optional here there into using used stored handling
+    instead above below section before after which where because read kept loaded passed sent
+    generated provided given configured defined managed injected fetched rotated expires
+    expired valid invalid missing empty hashed encrypted always also then than like such what
+    have does goes and nor setting settings option options password passwords token tokens
+    secret secrets key keys credential credentials name names hash hashes prompt prompts
+    come comes live lives belong belongs need needs stay stays
+"""
+_PROSE = frozenset(_PROSE_WORDS.split())
+
+
+def _credential_line(evidence: Evidence, path: str, data: bytes) -> int | None:
+    """The first added line naming a credential with a literal value after it, or None."""
+    unmatched = Counter(_lines(evidence.before_bytes(path)) if evidence.change(path) else [])
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if unmatched[line] > 0:
+            unmatched[line] -= 1
+            continue
+        for match in _CREDENTIAL_WORD.finditer(line[:4096]):
+            if _credential_value(line[match.end() :]):
                 return number
     return None
 
