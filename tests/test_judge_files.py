@@ -107,7 +107,7 @@ def test_misspelled_field_lists_the_allowed_ones(tmp_path: Path) -> None:
         'id = "x"\n[[rules.rule]]\ntype = "allow_paths"\npath = ["a/**"]\nkinds = ["create"]\n',
     )
     assert "rules.rule[0].path: Extra inputs are not permitted" in message
-    assert "allowed here: description, destructive, id, kinds, max_bytes," in message
+    assert "allowed here: credential_text, description, destructive, id, kinds," in message
     assert "rules.rule[0].paths: Field required; fix: add this key" in message
 
 
