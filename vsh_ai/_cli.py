@@ -177,7 +177,73 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown"
     )
+    harvest = commands.add_parser(
+        "harvest",
+        help="turn resolved deferred approvals of a workspace into a labelled suite",
+        description="Read a workspace's signed approval bindings (tampered records are "
+        "skipped and reported) and write one case per resolved approval: approved and "
+        "committed -> approve; denied with a message -> reject; denied without one -> "
+        "review. Records holding secrets, touching protected paths or too large are skipped "
+        "with the reason.",
+    )
+    harvest.add_argument("workspace", type=Path, metavar="WORKSPACE", help="the workspace")
+    harvest.add_argument(
+        "--state-directory",
+        type=Path,
+        metavar="DIR",
+        help="where the bindings are (default: WORKSPACE/.vsh-runtime/vsh-ai/approvals)",
+    )
+    harvest.add_argument("--out", type=Path, metavar="FILE.yaml", required=True)
+    harvest.add_argument("--scenario", default="harvested", metavar="NAME")
+    harvest.add_argument("--authorization", metavar="TEXT", help="the suite's authorization")
+    harvest.add_argument("--judge", metavar="FILE|NAME", help="the suite's default judge")
+    harvest.add_argument(
+        "--include-pending", action="store_true", help="also harvest pending requests as review"
+    )
     return parser
+
+
+def _harvest(args: argparse.Namespace, console: Console) -> int:
+    from pydantic import ValidationError
+
+    from .evals._harvest import DEFAULT_AUTHORIZATION, harvest, suite_yaml
+
+    if not args.workspace.is_dir():
+        raise UsageError(f"WORKSPACE {args.workspace}: not a folder")
+    if args.state_directory is not None and not args.state_directory.is_dir():
+        raise UsageError(f"--state-directory {args.state_directory}: not a folder")
+    _check_output(args.out, "--out")
+    from ._toolset_approvals import approval_key_path
+
+    if not approval_key_path().is_file():
+        raise UsageError(
+            f"no approval signing key at {approval_key_path()}: run harvest as the user (or "
+            "with the VSH_AI_APPROVAL_KEY_FILE) that ran the agent, so records can be verified"
+        )
+    result = harvest(
+        args.workspace,
+        state_directory=args.state_directory,
+        include_pending=args.include_pending,
+    )
+    console.print(Text(result.summary()), highlight=False, emoji=False)
+    if not result.cases:
+        raise UsageError("nothing to harvest: no resolved approval could become a case")
+    try:
+        text = suite_yaml(
+            result.cases,
+            scenario=args.scenario,
+            authorization=args.authorization or DEFAULT_AUTHORIZATION,
+            judge=args.judge,
+        )
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in error.errors(include_url=False)
+        )
+        raise UsageError(f"invalid --scenario/--authorization/--judge: {problems}") from None
+    _write(args.out, text, "--out")
+    console.print(Text(f"wrote {args.out}"), highlight=False, emoji=False)
+    return 0
 
 
 def _version_line() -> str:
@@ -465,6 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _schema(args, console)
         if args.command == "compare":
             return _compare(args, console)
+        if args.command == "harvest":
+            return _harvest(args, console)
         if args.command == "suites":
             return _suites(console)
         return _judges(console)

@@ -47,6 +47,7 @@ from ._toolset_approvals import (
     EndState,
     VshApprovalError,
     args_digest,
+    harvest_capture,
 )
 from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
@@ -110,6 +111,7 @@ class _CapacityFull(Exception):
 
 
 _EVIDENCE_KEPT = 4096
+_EVIDENCE_PENDING_KEPT = 64  # only between a transaction's outcome and its binding
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +207,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         handler: HookHandler | None = None
         self._inner_handler: HookHandler | None = None
         self._evidence_seen: OrderedDict[str, Evidence | None] = OrderedDict()
+        # Evidence of pending deferred work, kept until its binding records the before-state.
+        self._evidence_pending: OrderedDict[str, Evidence] = OrderedDict()
         self.workspace: Path | None = None
         self.quarantine: str | None = None
         self._quarantine_file: Path | None = None
@@ -345,7 +349,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         return decision
 
     def _evidence(self, transaction: str) -> Evidence | None:
-        return self._evidence_seen.pop(transaction, None)
+        evidence = self._evidence_seen.pop(transaction, None)
+        if evidence is not None and self.approval == "deferred":
+            self._evidence_pending[transaction] = evidence
+            while len(self._evidence_pending) > _EVIDENCE_PENDING_KEPT:
+                self._evidence_pending.popitem(last=False)
+        return evidence
 
     # -- quarantine after recovery errors ------------------------------------------------
 
@@ -487,8 +496,13 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 NAMES_FROM_ARGUMENTS.reset(names)
         if retry is not None:
             raise retry
+        evidence = (
+            self._evidence_pending.pop(result.transaction, None) if result.transaction else None
+        )
         if result.state == "pending" and self.approval == "deferred":
-            await self._defer(result, call)
+            await self._defer(
+                result, call, program=(code, intent, _language_name(language)), evidence=evidence
+            )
         return result
 
     async def _transact(self, request: vsh.RunRequest) -> VshResult:
@@ -759,7 +773,13 @@ class VshToolset(FileTools, FunctionToolset[Any]):
 
     # -- deferred approval --------------------------------------------------------------
 
-    async def _defer(self, result: VshResult, call: _Call | None) -> None:
+    async def _defer(
+        self,
+        result: VshResult,
+        call: _Call | None,
+        program: tuple[str, str, Literal["monty", "bash"]] | None = None,
+        evidence: Evidence | None = None,
+    ) -> None:
         """Bind the tool call to the pending transaction durably, then ask for approval.
 
         Outside an agent run (a direct method call, no tool call id) the pending result
@@ -769,6 +789,17 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         if call is None or call.ctx.tool_call_id is None or self.store is None:
             return
         assert result.transaction is not None
+        harvest = None
+        if program is not None:
+            code, intent, language = program
+            harvest = harvest_capture(
+                tool=call.name,
+                program=code,
+                intent=intent,
+                language=language,
+                evidence=evidence,
+                verdict=result.verdict,
+            )
         metadata = result.approver_view()
         metadata["requested_unix_ms"] = now_ms()
         binding = self.store.save(
@@ -782,6 +813,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             changes_omitted=result.changes_omitted,
             risk_flags=result.risk_flags,
             metadata=metadata,
+            harvest=harvest,
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
@@ -859,6 +891,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         assert self.store is not None
         calls: dict[str, ToolCallPart] = {}
         denied: list[str] = []
+        denied_parts: dict[str, ToolReturnPart] = {}
         for message in ctx.messages:
             if isinstance(message, ModelResponse):
                 for part in message.parts:
@@ -871,6 +904,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                         and request_part.outcome == "denied"
                     ):
                         denied.append(request_part.tool_call_id)
+                        denied_parts[request_part.tool_call_id] = request_part
         for call_id in denied:
             call = calls.get(call_id)
             tool = tools.get(call.tool_name) if call is not None else None
@@ -883,7 +917,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 continue
             if binding is None or binding.end_state != "pending":
                 continue
-            self.store.finish(binding, "denied")
+            self.store.finish(binding, "denied", message=_denial_message(denied_parts.get(call_id)))
             await self._release(binding.transaction, "denied by the approver")
 
     async def _resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
@@ -922,7 +956,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 "folder at once) makes this one stale. Approve such changes one at a time, or "
                 "have the agent make them in one program."
             )
-            return self._ended(self.store.finish(binding, "stale", note))
+            return self._ended(self.store.finish(binding, "stale", note, principal))
         except vsh.VshRecoveryError as error:
             self._quarantine_now(error)
             return self._quarantined()
@@ -936,7 +970,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 return self._ended(self.store.finish(binding, "stale", note))
             state = await self._final_state(transaction)
             if state == "committed":  # another resume (thread or process) committed it
-                return self._ended(self.store.finish(binding, "committed"))
+                return self._ended(self.store.finish(binding, "committed", "", principal))
             return self._stale(
                 f"Another approval of this call is being applied (VSH state {state}); nothing "
                 "more was committed by this one. Check the result of the other approval.",
@@ -955,7 +989,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 retry=False,
                 transaction=transaction,
             )
-        self.store.finish(binding, "committed")
+        self.store.finish(binding, "committed", "", principal)
         committed = changes_of_receipt(final) or binding.changes
         return build_result("committed", receipt=final, limits=self.limits, changes=committed)
 
@@ -1106,7 +1140,14 @@ def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
         return None
 
 
-def _language_name(language: vsh.Language) -> str:
+def _denial_message(part: ToolReturnPart | None) -> str:
+    """The approver's denial message as recorded for harvest ("" when none was given)."""
+    if part is None or not isinstance(part.content, str):
+        return ""
+    return part.content[:2000]
+
+
+def _language_name(language: vsh.Language) -> Literal["monty", "bash"]:
     return "bash" if language == vsh.Language.BASH else "monty"
 
 

@@ -13,6 +13,7 @@ call commits nothing, whatever TTL the resuming toolset has.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import hashlib
@@ -23,20 +24,26 @@ import secrets
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._results import ChangedPath
 from ._toolset_runtime import now_ms
 
+if TYPE_CHECKING:
+    from ._evidence import Evidence
+    from ._verdict import Verdict
+
 __all__ = (
     "ApprovalBinding",
     "ApprovalStore",
     "EndState",
+    "HarvestCapture",
     "VshApprovalError",
     "approval_key_path",
     "args_digest",
+    "harvest_capture",
 )
 
 EndState = Literal["pending", "committed", "denied", "expired", "stale", "rejected", "failed"]
@@ -80,6 +87,30 @@ def _load_key() -> bytes:
     return path.read_bytes()
 
 
+class HarvestCapture(BaseModel):
+    """What ``vsh-ai harvest`` needs to turn a resolved approval into a suite case.
+
+    ``files`` maps each path the transaction read or changed to its base64 before-bytes
+    (bounded, secret-free); when the record cannot be harvested, ``skip_reason`` says why
+    and no bytes are kept.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    language: Literal["monty", "bash"] = "monty"
+    program: str = ""
+    intent: str = ""
+    files: dict[str, str] = {}
+    modes: dict[str, int] = {}
+    skip_reason: str = ""
+
+
+# Fields added after version 2 records existed: left out of the signed payload while at
+# their default, so records written before them still verify.
+_OPTIONAL_SIGNED = ("harvest", "end_principal", "end_message", "end_unix_ms")
+
+
 class ApprovalBinding(BaseModel):
     """tool call id (+ arguments) → transaction, with what the approver was shown."""
 
@@ -97,10 +128,19 @@ class ApprovalBinding(BaseModel):
     metadata: dict[str, Any] = {}
     end_state: EndState = "pending"
     end_note: str = ""
+    harvest: HarvestCapture | None = None
+    end_principal: str = ""
+    end_message: str = ""
+    end_unix_ms: int = 0
     mac: str = ""
 
     def signed_payload(self) -> bytes:
-        return self.model_dump_json(exclude={"mac"}).encode()
+        defaults = {
+            name
+            for name in _OPTIONAL_SIGNED
+            if getattr(self, name) == ApprovalBinding.model_fields[name].default
+        }
+        return self.model_dump_json(exclude={"mac", *defaults}).encode()
 
 
 class ApprovalStore:
@@ -167,6 +207,7 @@ class ApprovalStore:
         risk_flags: tuple[str, ...],
         changes_omitted: int = 0,
         metadata: dict[str, Any] | None = None,
+        harvest: HarvestCapture | None = None,
     ) -> ApprovalBinding:
         """Bind a call once: an existing binding for the same call is returned unchanged."""
         with self._locked():
@@ -183,16 +224,33 @@ class ApprovalStore:
                 risk_flags=risk_flags,
                 created_unix_ms=now_ms(),
                 metadata=metadata or {},
+                harvest=harvest,
             )
             return self._write(binding)
 
-    def finish(self, binding: ApprovalBinding, state: EndState, note: str = "") -> ApprovalBinding:
-        """Record the end state durably; an end state already recorded wins."""
+    def finish(
+        self,
+        binding: ApprovalBinding,
+        state: EndState,
+        note: str = "",
+        principal: str = "",
+        *,
+        message: str = "",
+    ) -> ApprovalBinding:
+        """Record the end state (and who approved, or the approver's denial message, when
+        known) durably; an end state already recorded wins."""
         with self._locked():
             current = self.load(binding.tool_call_id, binding.args_digest) or binding
             if current.end_state != "pending":
                 return current
-            return self._write(current.model_copy(update={"end_state": state, "end_note": note}))
+            update: dict[str, Any] = {
+                "end_state": state,
+                "end_note": note,
+                "end_principal": principal,
+                "end_message": message,
+                "end_unix_ms": now_ms(),
+            }
+            return self._write(current.model_copy(update=update))
 
     def load(self, tool_call_id: str, digest: str) -> ApprovalBinding | None:
         """The binding of this exact call; None when there is none.
@@ -222,6 +280,24 @@ class ApprovalStore:
             raise VshApprovalError(f"{path}: binding belongs to another tool call")
         return binding
 
+    def audit(self) -> Iterator[tuple[Path, ApprovalBinding | None, str]]:
+        """Every binding file: ``(path, binding, "")`` when it verifies, else
+        ``(path, None, reason)`` (unreadable, corrupt or modified outside vsh-ai)."""
+        for path in sorted(self.directory.glob("*.json")):
+            try:
+                binding = ApprovalBinding.model_validate_json(path.read_text())
+            except OSError as error:
+                yield path, None, f"unreadable ({error.strerror})"
+                continue
+            except ValidationError:
+                yield path, None, "corrupt record"
+                continue
+            expected = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
+            if hmac.compare_digest(expected, binding.mac):
+                yield path, binding, ""
+            else:
+                yield path, None, "signature mismatch (modified outside vsh-ai)"
+
     def all(self) -> Iterator[ApprovalBinding]:
         """Every readable, correctly signed binding (others are skipped)."""
         for path in sorted(self.directory.glob("*.json")):
@@ -232,3 +308,74 @@ class ApprovalStore:
             expected = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
             if hmac.compare_digest(expected, binding.mac):
                 yield binding
+
+
+HARVEST_FILE_BYTES = 64 * 1024
+HARVEST_TOTAL_BYTES = 256 * 1024
+
+
+def harvest_capture(
+    *,
+    tool: str,
+    program: str,
+    intent: str,
+    language: Literal["monty", "bash"],
+    evidence: Evidence | None,
+    verdict: Verdict | None = None,
+) -> HarvestCapture:
+    """The before-state and program of a deferred call, or why it cannot become a case.
+
+    Fails closed: missing or incomplete evidence, denied (protected) accesses, paths a
+    judge named, files over the bounds and anything holding a detected secret all give a
+    capture with ``skip_reason`` and no bytes.
+    """
+    from ._results import _named
+    from .analysis._secrets import find_secrets, redact_text
+
+    def skipped(reason: str) -> HarvestCapture:
+        return HarvestCapture(tool=tool, language=language, skip_reason=reason)
+
+    if evidence is None:
+        return skipped("no evidence was captured for this transaction")
+    if evidence.counters.denied_accesses:
+        return skipped("the program touched protected paths (VSH denied an access)")
+    if find_secrets(program):
+        return skipped("the program holds a detected secret")
+    intent = redact_text(intent)[0]  # untrusted text: keep what it says, not a secret in it
+    changed = {c.path: c for c in evidence.changes}
+    paths = list(dict.fromkeys([*evidence.read_paths, *changed]))
+    if _named(verdict, paths):
+        return skipped("the judge named a path this program touched (possibly protected)")
+    observed: dict[str, str | None] = {}
+    for effect in evidence.effects:
+        if effect.operation == "content_read":
+            for path in effect.paths:
+                observed.setdefault(path, effect.observed_content)
+    files: dict[str, str] = {}
+    modes: dict[str, int] = {}
+    total = 0
+    for path in paths:
+        change = changed.get(path)
+        if change is not None:
+            node = change.before
+            if node is None or node.kind in ("directory", "dir"):
+                continue  # created by the program, or a folder its files recreate
+            if node.kind != "file":
+                return skipped(f"{path}: before-state is a {node.kind}, not a regular file")
+            data = evidence.blob_bytes(node.blob)
+            modes[path] = node.mode & 0o777
+        else:
+            data = evidence.blob_bytes(observed.get(path))
+        if data is None:
+            return skipped(f"{path}: before bytes were not captured")
+        if len(data) > HARVEST_FILE_BYTES:
+            return skipped(f"too large to harvest: {path} has {len(data)} bytes")
+        total += len(data)
+        if total > HARVEST_TOTAL_BYTES:
+            return skipped(f"too large to harvest: before-state over {HARVEST_TOTAL_BYTES} bytes")
+        if find_secrets(data.decode("utf-8", errors="replace")):
+            return skipped(f"{path}: before-state holds a detected secret")
+        files[path] = base64.b64encode(data).decode()
+    return HarvestCapture(
+        tool=tool, language=language, program=program, intent=intent, files=files, modes=modes
+    )

@@ -6,6 +6,7 @@ meaning-preserving mutants (``suite_mutants``), reported apart by mutation kind.
 """
 
 from ._compare import Comparison, Disagreement, ReportError, compare_reports, load_report
+from ._harvest import HarvestResult, harvest, harvest_case, suite_yaml
 from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, compute_metrics
 from ._models import STRESS_MODES, StressMode, stress_model
 from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
@@ -67,6 +68,7 @@ __all__ = (
     "Expected",
     "Gate",
     "GateError",
+    "HarvestResult",
     "Metrics",
     "MutantCase",
     "MutantKindRow",
@@ -96,6 +98,8 @@ __all__ = (
     "decided_from",
     "evaluate_suite",
     "find_suites",
+    "harvest",
+    "harvest_case",
     "load_report",
     "load_suite",
     "recordings_dir",
@@ -107,5 +111,6 @@ __all__ = (
     "stress_model",
     "suite_json_schema",
     "suite_mutants",
+    "suite_yaml",
     "wrong_decisions",
 )
