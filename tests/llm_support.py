@@ -103,3 +103,30 @@ def text_reply(text: str) -> FunctionModel:
         return ModelResponse(parts=[TextPart(text)])
 
     return FunctionModel(reply, model_name="prose")
+
+
+# Issue 10 item 1: the seven ways a rename carried unshared bytes to the judge model.
+KEYS = {"keys/a.txt": "db: hunter2\n", "public/old.txt": "x\n"}
+MOVE = "vsh_move('/workspace/keys/a.txt', '/workspace/public/a.txt')\n"
+LEAKS = {
+    "monty read": ("monty", MOVE + "print(vsh_read('/workspace/public/a.txt'))"),
+    "monty edit": (
+        "monty",
+        MOVE + "p = '/workspace/public/a.txt'\nvsh_write(p, vsh_read(p).replace('db', 'DB'))",
+    ),
+    "monty append": (
+        "monty",
+        MOVE + "import pathlib\n"
+        "with pathlib.Path('/workspace/public/a.txt').open('a') as f:\n"
+        "    f.write('more\\n')\n",
+    ),
+    "move out, read, move back": (
+        "monty",
+        MOVE + "s = vsh_read('/workspace/public/a.txt')\n"
+        "vsh_move('/workspace/public/a.txt', '/workspace/keys/a.txt')\n"
+        "vsh_write('/workspace/public/old.txt', s)\n",
+    ),
+    "bash mv && cat": ("bash", "mv keys/a.txt public/a.txt && cat public/a.txt"),
+    "bash mv && echo >>": ("bash", "mv keys/a.txt public/a.txt && echo more >> public/a.txt"),
+    "bash mv && sed -i": ("bash", "mv keys/a.txt public/a.txt && sed -i 's/db/DB/' public/a.txt"),
+}

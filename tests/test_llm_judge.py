@@ -7,7 +7,7 @@ import time
 
 import anyio
 import pytest
-from llm_support import Reviewer, everything_sent, packet_text, text_reply
+from llm_support import KEYS, LEAKS, Reviewer, everything_sent, packet_text, text_reply
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -324,31 +324,6 @@ async def test_a_judge_file_puts_this_judge_behind_its_rules(tmp_path, safe_evid
 
 
 # -- issue 10 item 1: a rename never carries unshared bytes to the model ---------------
-
-KEYS = {"keys/a.txt": "db: hunter2\n", "public/old.txt": "x\n"}
-MOVE = "vsh_move('/workspace/keys/a.txt', '/workspace/public/a.txt')\n"
-LEAKS = {
-    "monty read": ("monty", MOVE + "print(vsh_read('/workspace/public/a.txt'))"),
-    "monty edit": (
-        "monty",
-        MOVE + "p = '/workspace/public/a.txt'\nvsh_write(p, vsh_read(p).replace('db', 'DB'))",
-    ),
-    "monty append": (
-        "monty",
-        MOVE + "import pathlib\n"
-        "with pathlib.Path('/workspace/public/a.txt').open('a') as f:\n"
-        "    f.write('more\\n')\n",
-    ),
-    "move out, read, move back": (
-        "monty",
-        MOVE + "s = vsh_read('/workspace/public/a.txt')\n"
-        "vsh_move('/workspace/public/a.txt', '/workspace/keys/a.txt')\n"
-        "vsh_write('/workspace/public/old.txt', s)\n",
-    ),
-    "bash mv && cat": ("bash", "mv keys/a.txt public/a.txt && cat public/a.txt"),
-    "bash mv && echo >>": ("bash", "mv keys/a.txt public/a.txt && echo more >> public/a.txt"),
-    "bash mv && sed -i": ("bash", "mv keys/a.txt public/a.txt && sed -i 's/db/DB/' public/a.txt"),
-}
 
 
 @pytest.mark.parametrize("variant", list(LEAKS))

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from inline_snapshot import snapshot
-from llm_support import citable_refs, required_refs
+from llm_support import KEYS, LEAKS, MOVE, citable_refs, required_refs
 
 import vsh_ai.llm
 from vsh_ai._simulate import simulate
@@ -445,31 +445,7 @@ async def test_bytes_moved_out_of_an_unshared_path_are_never_sent(evidence_for) 
 
 # -- issue 10 item 1: sharing by provenance, on the seven variants that leaked --------
 
-KEYS = {"keys/a.txt": "db: hunter2\n", "public/old.txt": "x\n"}
 PUBLIC = SharingPolicy(share=("public/**",))
-MOVE = "vsh_move('/workspace/keys/a.txt', '/workspace/public/a.txt')\n"
-LEAKS = {
-    "monty read": ("monty", MOVE + "print(vsh_read('/workspace/public/a.txt'))"),
-    "monty edit": (
-        "monty",
-        MOVE + "p = '/workspace/public/a.txt'\nvsh_write(p, vsh_read(p).replace('db', 'DB'))",
-    ),
-    "monty append": (
-        "monty",
-        MOVE + "import pathlib\n"
-        "with pathlib.Path('/workspace/public/a.txt').open('a') as f:\n"
-        "    f.write('more\\n')\n",
-    ),
-    "move out, read, move back": (
-        "monty",
-        MOVE + "s = vsh_read('/workspace/public/a.txt')\n"
-        "vsh_move('/workspace/public/a.txt', '/workspace/keys/a.txt')\n"
-        "vsh_write('/workspace/public/old.txt', s)\n",
-    ),
-    "bash mv && cat": ("bash", "mv keys/a.txt public/a.txt && cat public/a.txt"),
-    "bash mv && echo >>": ("bash", "mv keys/a.txt public/a.txt && echo more >> public/a.txt"),
-    "bash mv && sed -i": ("bash", "mv keys/a.txt public/a.txt && sed -i 's/db/DB/' public/a.txt"),
-}
 
 
 @pytest.mark.parametrize("variant", list(LEAKS))

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from pathlib import PurePosixPath
-from typing import Literal, ParamSpec, TypeVar
+from typing import Literal, ParamSpec, TypeVar, get_args
 
 __all__ = (
     "CALL_CATEGORIES",
@@ -72,24 +72,8 @@ FactKind = Literal[
     "unreachable",
 ]
 # Everything but additions of plain definitions is worth a human's look by default.
-FLAGGED_FACTS: tuple[FactKind, ...] = (
-    "unparsable",
-    "process",
-    "eval",
-    "dynamic_import",
-    "download",
-    "deserialise",
-    "socket",
-    "native",
-    "skip",
-    "test_hook",
-    "collection",
-    "assertion_removed",
-    "assertion_weakened",
-    "definition_removed",
-    "emptied",
-    "commented_out",
-    "unreachable",
+FLAGGED_FACTS: tuple[FactKind, ...] = tuple(
+    kind for kind in get_args(FactKind) if kind != "definition_added"
 )
 
 _PROCESS = {
