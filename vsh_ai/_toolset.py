@@ -103,6 +103,16 @@ _STRUCTURAL = (
 _EMBEDDED_EXCEPTION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception)):")
 _BUDGET = re.compile(r"limit exceeded|budget|unsupported Monty external function", re.I)
 _QUARANTINE_FILE = "QUARANTINED.json"
+# VSH errors that mean host files changed while the snapshot was taken (not a guest error):
+# a node changed, vanished between listing and stat ("capture node metadata"), or the VFS
+# snapshot failed. The outcome is stale: nothing committed, re-read and resubmit.
+_HOST_CHURN = ("host node changed", "snapshot failure", "capture node metadata")
+
+
+def _host_churn(text: str) -> bool:
+    return any(marker in text for marker in _HOST_CHURN)
+
+
 _CAPACITY_WAIT_S = 30.0
 
 
@@ -564,7 +574,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     def _outside_failure(self, error: vsh.VshRuntimeError) -> VshResult:
         """VSH failed for a reason outside the program: churn, the OS, capacity."""
         text = str(error)
-        if "host node changed" in text or "snapshot failure" in text:
+        if _host_churn(text):
             return self._stale(
                 "Files in the workspace changed on the host while the program ran; nothing "
                 "was committed. Re-read what you depend on and submit again."
@@ -700,7 +710,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         are always redacted.
         """
         text = str(error)
-        if "snapshot failure" in text or "host node changed" in text:
+        if _host_churn(text):
             return self._stale(
                 "Files in the workspace changed on the host while the program ran; nothing "
                 "was committed. Re-read what you depend on and submit again."
