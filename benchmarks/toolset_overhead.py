@@ -1,5 +1,9 @@
 """Median wall time of one ``vsh_run`` write through our toolset vs raw VSH vs vsh.pydantic_ai.
 
+Our toolset runs twice: as an agent run calls it (a run id and tool call id, so every call
+goes through the commit journal: one fsynced record before the commit, one after) and with
+``journal=False``; a replayed call (a journaled key seen again) is timed too.
+
 Run: ``.venv/bin/python benchmarks/toolset_overhead.py [iterations]``. Each variant gets
 its own temporary workspace; iterations interleave the variants (in rotating order) so
 drift hits all alike. Every program writes different content (no duplicate transactions)
@@ -15,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +46,21 @@ def workspace(root: Path, name: str) -> Path:
     return path
 
 
-async def tool_caller(toolset: AbstractToolset[Any]) -> Callable[[int], Awaitable[str]]:
-    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
-    tools = await toolset.get_tools(ctx)
+async def tool_caller(
+    toolset: AbstractToolset[Any], *, run_id: str | None = None, replay: bool = False
+) -> Callable[[int], Awaitable[str]]:
+    base = RunContext(deps=None, model=TestModel(), usage=RunUsage(), run_id=run_id)
+    tools = await toolset.get_tools(base)
     tool = tools["vsh_run"]
 
     async def call(i: int) -> str:
         code, intent = program(i)
-        result = await toolset.call_tool("vsh_run", {"code": code, "intent": intent}, ctx, tool)
+        ctx = replace(base, tool_call_id=f"call-{i}") if run_id else base
+        args = {"code": code, "intent": intent}
+        result = await toolset.call_tool("vsh_run", args, ctx, tool)
+        if replay:  # the same call again, as an engine replaying the run would make it
+            again = await toolset.call_tool("vsh_run", args, ctx, tool)
+            assert again == result
         return str(result.state)
 
     return call
@@ -66,15 +78,22 @@ async def main(iterations: int) -> None:
 
         upstream = vsh.pydantic_ai.VshCapability(workspace(root, "upstream")).get_toolset()
         assert isinstance(upstream, AbstractToolset)
+        journaled = VshToolset(workspace(root, "ours"))
         variants: dict[str, Callable[[int], Awaitable[str]]] = {
             "raw vsh.Runtime.run": raw_call,
-            "vsh_ai VshToolset.call_tool": await tool_caller(VshToolset(workspace(root, "ours"))),
+            "vsh_ai journaled": await tool_caller(journaled, run_id="bench"),
+            "vsh_ai journal=False": await tool_caller(
+                VshToolset(workspace(root, "plain"), journal=False), run_id="bench"
+            ),
+            "vsh_ai call + replay": await tool_caller(
+                VshToolset(workspace(root, "replay")), run_id="bench", replay=True
+            ),
             "vsh.pydantic_ai VshCapability": await tool_caller(upstream),
         }
         samples: dict[str, list[float]] = {name: [] for name in variants}
         names = list(variants)
         for i in range(-5, iterations):  # 5 warm-up rounds
-            order = names[i % 3 :] + names[: i % 3]
+            order = names[i % len(names) :] + names[: i % len(names)]
             for name in order:
                 started = time.perf_counter()
                 state = await variants[name](i + 10)
@@ -87,9 +106,13 @@ async def main(iterations: int) -> None:
     print(f"median wall time per committed vsh_run write, {iterations} iterations each")
     for name, value in medians.items():
         print(f"  {name:32s} {value * 1000:7.3f} ms   {value / base:5.3f}x raw")
-    ours = medians["vsh_ai VshToolset.call_tool"]
+    ours = medians["vsh_ai journaled"]
     theirs = medians["vsh.pydantic_ai VshCapability"]
+    unjournaled = medians["vsh_ai journal=False"]
+    replay = medians["vsh_ai call + replay"] - ours
     print(f"  ours / upstream: {ours / theirs:5.3f}x")
+    print(f"  journal cost per committed call: {(ours - unjournaled) * 1000:+.3f} ms")
+    print(f"  a replayed call (recorded result returned): ~{replay * 1000:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,13 @@ from ._results import ChangedPath, OutputLimits, ToolState, VshResult
 from ._simulate import Simulation, simulate
 from ._toolset import (
     ApprovalMode,
+    CallKey,
     JudgeScope,
     ToolName,
     ToolsetOptions,
     VshCapability,
     VshToolset,
+    default_call_key,
 )
 from ._toolset_approvals import VshApprovalError
 from ._verdict import Decision, FailureCategory, Usage, Verdict
@@ -40,6 +42,7 @@ from .rules import Rule, RuleSet
 
 __all__ = (
     "ApprovalMode",
+    "CallKey",
     "Change",
     "ChangedPath",
     "Content",
@@ -77,6 +80,7 @@ __all__ = (
     "VshToolset",
     "WrittenVersion",
     "as_hook",
+    "default_call_key",
     "judge_digest",
     "load_judge",
     "load_judge_file",

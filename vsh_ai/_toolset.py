@@ -12,9 +12,10 @@ import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
@@ -49,6 +50,7 @@ from ._toolset_approvals import (
     args_digest,
     harvest_capture,
 )
+from ._toolset_journal import CommitJournal, JournalEntry, RecordedDecision
 from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
@@ -56,11 +58,13 @@ from ._verdict import Verdict
 
 __all__ = (
     "ApprovalMode",
+    "CallKey",
     "JudgeScope",
     "ToolName",
     "ToolsetOptions",
     "VshCapability",
     "VshToolset",
+    "default_call_key",
 )
 
 ToolName = Literal[
@@ -124,11 +128,28 @@ _EVIDENCE_KEPT = 4096
 _EVIDENCE_PENDING_KEPT = 64  # only between a transaction's outcome and its binding
 
 
+CallKey = Callable[[RunContext[Any]], str | None]
+"""How a tool call is named in the commit journal: the same key on a replay means "this
+call again". None means the call is not journaled."""
+
+
+def default_call_key(ctx: RunContext[Any]) -> str | None:
+    """``<run id>:<tool call id>``: stable when a durable engine replays a run (under
+    ``DBOSDurability`` the run id is ``<workflow id>:<step>``)."""
+    if ctx.run_id is None or ctx.tool_call_id is None:
+        return None
+    return f"{ctx.run_id}:{ctx.tool_call_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Call:
     name: str
     args: dict[str, Any]
     ctx: RunContext[Any]
+    key: str | None = None
+    digest: str = ""
+    entry: JournalEntry | None = None
+    """The journal record an earlier attempt of this call left (a replay), if any."""
 
 
 _CURRENT_CALL: ContextVar[_Call | None] = ContextVar("vsh_ai_current_call", default=None)
@@ -161,9 +182,19 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     Denials and expiries are final; an approval arriving more than ``approval_ttl``
     seconds after the request commits nothing and reports ``stale``.
 
+    Tool calls are exactly-once under replay (a durable engine re-running a turn after a
+    crash): a commit journal in ``<state_directory>/journal`` records each call, keyed by
+    ``call_key(ctx)`` (default ``<run id>:<tool call id>``), with its transaction and the
+    result the agent sees, durably before anything can commit. A replayed call returns
+    the recorded result; it never runs the program again after its commit, nor asks the
+    judge again about the same transaction. ``journal=False`` turns this off.
+
     After any VSH recovery error the toolset stops committing on the workspace (every
     call returns a ``failed`` result saying how to recover) until a person removes the
     quarantine file named in that result.
+
+    A toolset opened on a workspace path pickles as its configuration and reopens the
+    runtime where it is unpickled (its judge, hook and budget must pickle too).
     """
 
     def __init__(
@@ -187,7 +218,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         max_retries: int | None = None,
         id: str = "vsh",
         include_instructions: bool = True,
+        call_key: CallKey | None = None,
+        journal: bool = True,
     ) -> None:
+        self._config: dict[str, Any] = {
+            name: value for name, value in locals().items() if name not in ("self", "__class__")
+        }
         if judge is not None and hook_handler is not None:
             raise ValueError("pass either judge= or hook_handler=, not both")
         if approval not in ("feedback", "deferred"):
@@ -280,6 +316,13 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             )
             self.driver = WorkspaceDriver(self.native, handler=handler, lock_key=lock_key)
         self.store = ApprovalStore(state_directory) if state_directory is not None else None
+        self.journal = (
+            CommitJournal(Path(state_directory) / "journal")
+            if state_directory is not None and journal
+            else None
+        )
+        self.call_key: CallKey = call_key or default_call_key
+        self._committed_views: OrderedDict[str, VshResult] = OrderedDict()
         self.tool_names = selected
         self.instructions_text = instructions_for(
             selected, bash=self.bash_enabled, deferred=approval == "deferred"
@@ -291,6 +334,36 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             instructions=self.instructions_text if include_instructions else None,
         )
         self._register(selected)
+
+    # -- pickling: as configuration ------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as (workspace path, options); unpickling reopens the runtime there.
+
+        Durable engines pickle what crosses a step or workflow boundary; a native VSH
+        runtime cannot cross, its configuration can. Options that do not pickle (an LLM
+        judge's model client, a custom ``BashConfig``) raise ``TypeError`` here: build
+        the toolset in each process instead (e.g. at module level).
+        """
+        if self.workspace is None:
+            raise TypeError(
+                "a VshToolset built on an existing vsh runtime cannot be pickled: build it from "
+                "a workspace path (it then pickles as its configuration) or in each process"
+            )
+        options = {
+            name: value
+            for name, value in self._config.items()
+            if name not in ("workspace_or_runtime", "hook_scope")
+        }
+        options["judge_scope"] = self.judge_scope
+        if isinstance(options.get("bash"), vsh.BashConfig):
+            raise TypeError(
+                "a VshToolset with a custom vsh.BashConfig cannot be pickled (VSH's config "
+                "object does not pickle): build the toolset in each process"
+            )
+        budget = options.pop("budget", None)
+        limits = _budget_fields(budget) if budget is not None else None
+        return (_reopen, (type(self), str(self.workspace), options, limits))
 
     # -- runtime ------------------------------------------------------------------------
 
@@ -344,6 +417,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         self._evidence_seen[event.transaction] = evidence
         while len(self._evidence_seen) > _EVIDENCE_KEPT:
             self._evidence_seen.popitem(last=False)
+        call = _CURRENT_CALL.get()
+        entry = call.entry if call is not None else None
+        if entry is not None and entry.transaction == event.transaction and entry.decision:
+            # A replay of this exact transaction: the judge already decided it (and a paid
+            # judge is not asked twice); the journal record is signed.
+            return _replayed_decision(entry)
         if not self._hook_all and not event.canonical_diff:
             return vsh.HookDecision.follow_policy()  # reads are judged only when asked for
         if self.judge_hook is not None:
@@ -446,16 +525,38 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     ) -> Any:
         if self.quarantine is not None:
             return self._quarantined()
-        call_id = ctx.tool_call_id
-        if call_id is not None and self.store is not None:
-            digest = args_digest(name, tool_args)
+        digest = args_digest(name, tool_args)
+        key = self.call_key(ctx) if self.journal is not None else None
+        entry: JournalEntry | None = None
+        if key is not None and self.journal is not None:
             try:
-                binding = self.store.load(call_id, digest)
+                entry = self.journal.load(key, digest)
+            except VshApprovalError as error:
+                return self._failed(str(error), retry=False)
+            if entry is not None:
+                settled = await self._settle_entry(entry)
+                if settled is not None:
+                    return settled
+        call = _Call(name, tool_args, ctx, key, digest, entry)
+        token = _CURRENT_CALL.set(call)
+        try:
+            result = await self._call(call, tool)
+        finally:
+            _CURRENT_CALL.reset(token)
+        if isinstance(result, VshResult):
+            await self._journal_done(call, result)
+        return result
+
+    async def _call(self, call: _Call, tool: ToolsetTool[Any]) -> Any:
+        call_id, ctx = call.ctx.tool_call_id, call.ctx
+        if call_id is not None and self.store is not None:
+            try:
+                binding = self.store.load(call_id, call.digest)
             except VshApprovalError as error:
                 return self._failed(str(error), retry=False)
             if ctx.tool_call_approved:
                 if binding is not None:
-                    return await self._resume(binding, name, ctx)
+                    return await self._resume(binding, call.name, ctx)
                 if self.store.bound(call_id):
                     raise VshApprovalError(
                         f"tool call {call_id!r}: override_args is refused: approval binds to the "
@@ -467,11 +568,103 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 # fresh: only a call this workspace deferred commits a bound transaction.
             elif binding is not None:
                 return await self._replay(binding)
-        token = _CURRENT_CALL.set(_Call(name, tool_args, ctx))
+        return await super().call_tool(call.name, call.args, ctx, tool)
+
+    # -- the commit journal (exactly-once under replay) ----------------------------------
+
+    async def _settle_entry(self, entry: JournalEntry) -> VshResult | None:
+        """The result of a call the journal has seen before, or None to run it (again).
+
+        A finished call returns its recorded result. A call recorded only as prepared
+        asks VSH's durable state: committed means the recorded result (never a second
+        run); rejected, or pending in feedback mode, likewise; anything else means the
+        commit never happened, so the call runs again.
+        """
+        if entry.phase == "done":
+            return entry.result
+        expected = entry.expected
+        if entry.transaction is None or expected is None:
+            return None
         try:
-            return await super().call_tool(name, tool_args, ctx, tool)
-        finally:
-            _CURRENT_CALL.reset(token)
+            state = await self.driver.state(entry.transaction)
+        except vsh.VshRuntimeError:  # unknown here: an auto preview dies with its process
+            return None
+        settled: VshResult | None = None
+        if state == "committed":
+            settled = (
+                expected
+                if expected.state in ("committed", "read")
+                else build_result(
+                    "committed",
+                    receipt=None,
+                    limits=self.limits,
+                    transaction=entry.transaction,
+                    feedback="This change was committed by a later approval.",
+                )
+            )
+        elif (state == "rejected" and expected.state == "rejected") or (
+            state == "pending_approval"
+            and expected.state == "pending"
+            and self.approval == "feedback"
+        ):
+            settled = expected
+        if settled is not None and self.journal is not None:
+            await anyio.to_thread.run_sync(
+                partial(
+                    self.journal.finish,
+                    key=entry.key,
+                    tool_name=entry.tool_name,
+                    digest=entry.args_digest,
+                    result=settled,
+                )
+            )
+        return settled
+
+    async def _journal_done(self, call: _Call, result: VshResult) -> None:
+        if call.key is None or self.journal is None or self.quarantine is not None:
+            return
+        await anyio.to_thread.run_sync(
+            partial(
+                self.journal.finish,
+                key=call.key,
+                tool_name=call.name,
+                digest=call.digest,
+                result=result,
+            )
+        )
+
+    def _journal_prepare(
+        self,
+        call: _Call | None,
+        transaction: str,
+        expected: VshResult,
+        decision: vsh.HookDecision | None = None,
+    ) -> VshResult:
+        """Record a call's transaction and result before anything can commit (sync: may run
+        in VSH's worker thread). A replay of the same transaction keeps the result the
+        first attempt recorded, so the agent sees the same thing either way."""
+        if call is None or call.key is None or self.journal is None:
+            return expected
+        entry = call.entry
+        recorded = decision.verdict if decision is not None else None
+        if (
+            entry is not None
+            and entry.transaction == transaction
+            and entry.expected is not None
+            and entry.expected.state == expected.state
+            and entry.decision == recorded
+        ):
+            expected = entry.expected
+        self.journal.prepare(
+            key=call.key,
+            tool_name=call.name,
+            digest=call.digest,
+            transaction=transaction,
+            expected=expected,
+            decision=_recorded(recorded),
+            decision_reason=(decision.reason or "") if decision is not None else "",
+        )
+        return expected
 
     async def run_program(
         self,
@@ -600,12 +793,21 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         hooked = isinstance(self.runtime, vsh.HookedRuntime)
         since_ns = time.time_ns()
         check = self._host_check(since_ns)
+        call = _CURRENT_CALL.get()
+        expected: list[VshResult] = []
+
+        def before_commit(preview: vsh.Receipt) -> None:
+            committed = self._result_for(preview, "committed", None, None)
+            expected.append(self._journal_prepare(call, preview.transaction, committed))
+
         try:
             if hooked:
                 receipt = await self.driver.preview(request)
                 outcome: vsh.Receipt | vsh.VshStaleError = receipt
             else:
-                receipt, outcome = await self.driver.run(request, host_check=check)
+                receipt, outcome = await self.driver.run(
+                    request, host_check=check, before_commit=before_commit
+                )
         except vsh.VshExecutionError as error:
             return self._guest_error(error, request.code)
         except vsh.VshStateError as error:
@@ -625,8 +827,22 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             if read_only and not self._hook_all:
                 self.driver.discard(transaction)
                 return build_result("read", receipt=receipt, limits=self.limits)
+
+            async def before_resolve(
+                event: vsh.RequestEvent | None, decision: vsh.HookDecision
+            ) -> None:
+                state = _decided_state(receipt.state, decision.verdict, read_only=read_only)
+                verdict = self._verdict_of(transaction, event, decision)
+                decided = self._result_for(
+                    receipt, state, verdict, self._evidence_seen.get(transaction)
+                )
+                prepare = partial(self._journal_prepare, call, transaction, decided, decision)
+                expected.append(await anyio.to_thread.run_sync(prepare))
+
             try:
-                resolution = await self.driver.hooked_commit(transaction, host_check=check)
+                resolution = await self.driver.hooked_commit(
+                    transaction, host_check=check, before_resolve=before_resolve
+                )
                 outcome, record = resolution.receipt, resolution.hook
             except vsh.VshStaleError as error:
                 outcome = error
@@ -648,7 +864,10 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             )
         if outcome is receipt and receipt.state == "auto_approved":  # plain runtime, read-only
             return build_result("read", receipt=receipt, limits=self.limits)
-        return self._outcome(receipt, outcome, record, read_only=read_only)
+        result = self._outcome(receipt, outcome, record, read_only=read_only)
+        if expected and expected[-1].state == result.state:
+            return expected[-1]  # what the journal promised (and a replay returns)
+        return result
 
     def _outcome(
         self,
@@ -661,13 +880,17 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         transaction = preview.transaction
         verdict = self._verdict(transaction, record)
         evidence = self._evidence(transaction)
-        feedback = verdict.reason if verdict and verdict.decision in ("review", "reject") else None
         state: ToolState
         if final.state == "committed":
             state = "read" if read_only else "committed"
         elif final.state == "pending_approval":
             state = "pending"
-            feedback = feedback or _NEEDS_APPROVAL
+            if self.approval == "deferred":  # what a later approved resume returns
+                self._committed_views[transaction] = self._result_for(
+                    preview, "committed", None, evidence
+                )
+                while len(self._committed_views) > _EVIDENCE_PENDING_KEPT:
+                    self._committed_views.popitem(last=False)
         elif final.state == "rejected":
             state = "rejected"
         elif final.state == "stale":
@@ -678,6 +901,19 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 retry=True,
                 transaction=transaction,
             )
+        return self._result_for(preview, state, verdict, evidence)
+
+    def _result_for(
+        self,
+        preview: vsh.Receipt,
+        state: ToolState,
+        verdict: Verdict | None,
+        evidence: Evidence | None,
+    ) -> VshResult:
+        """The result of ``preview`` ending in ``state`` (pure: also used before commit)."""
+        feedback = verdict.reason if verdict and verdict.decision in ("review", "reject") else None
+        if state == "pending":
+            feedback = feedback or _NEEDS_APPROVAL
         return build_result(
             state,
             receipt=preview,
@@ -686,6 +922,25 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             verdict=verdict,
             feedback=feedback,
         )
+
+    def _verdict_of(
+        self, transaction: str, event: vsh.RequestEvent | None, decision: vsh.HookDecision
+    ) -> Verdict | None:
+        """The verdict a result will carry for ``decision``, known before VSH resolves it
+        (the same one :meth:`_verdict` reads from the decision record afterwards)."""
+        if self.judge_hook is not None:
+            verdict = self.judge_hook.verdict_for(transaction)
+            if verdict is not None and (
+                verdict.decision == decision.verdict
+                or (verdict.decision == "abstain" and decision.verdict == "follow_policy")
+            ):
+                return verdict
+        if event is None or self._inner_handler is _follow_policy:
+            return None
+        kind = (
+            decision.verdict if decision.verdict in ("approve", "review", "reject") else "abstain"
+        )
+        return Verdict(decision=kind, reason=decision.reason or "", judge=event.hook_id)
 
     def _verdict(self, transaction: str, record: vsh.HookDecisionRecord | None) -> Verdict | None:
         if self.judge_hook is not None:
@@ -824,6 +1079,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             risk_flags=result.risk_flags,
             metadata=metadata,
             harvest=harvest,
+            on_commit=self._committed_views.pop(result.transaction, None),
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
@@ -949,11 +1205,27 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             span.set_attributes(_span_attributes(result))
         return result
 
+    def _committed_view(self, binding: ApprovalBinding) -> VshResult:
+        """What an approved, committed resume of ``binding`` returns (replays included)."""
+        if binding.on_commit is not None and binding.on_commit.state == "committed":
+            return binding.on_commit
+        return build_result(
+            "committed",
+            receipt=None,
+            limits=self.limits,
+            changes=binding.changes,
+            changes_omitted=binding.changes_omitted,
+            transaction=binding.transaction,
+        )
+
     async def _approve_and_commit(self, binding: ApprovalBinding, principal: str) -> VshResult:
         assert self.store is not None
         transaction = binding.transaction
         if self.quarantine is not None:
             return self._quarantined()
+        expected = self._committed_view(binding)
+        prepare = partial(self._journal_prepare, _CURRENT_CALL.get(), transaction, expected)
+        expected = await anyio.to_thread.run_sync(prepare)
         try:
             final = await self.driver.approve_and_commit(
                 transaction, principal, int(self.approval_ttl * 1000)
@@ -1000,8 +1272,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 transaction=transaction,
             )
         self.store.finish(binding, "committed", "", principal)
-        committed = changes_of_receipt(final) or binding.changes
-        return build_result("committed", receipt=final, limits=self.limits, changes=committed)
+        return expected
 
     async def _final_state(self, transaction: str, wait: float = 5.0) -> str:
         """VSH's state of ``transaction`` once no other process is mid-commit (bounded wait)."""
@@ -1086,6 +1357,8 @@ class ToolsetOptions(TypedDict, total=False):
     state_directory: str | os.PathLike[str] | None
     limits: OutputLimits | None
     max_retries: int | None
+    call_key: CallKey | None
+    journal: bool
 
 
 class VshCapability(Capability[Any]):
@@ -1148,6 +1421,53 @@ def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
         return Evidence.from_event(event)
     except Exception:
         return None
+
+
+def _budget_fields(budget: vsh.ExecutionBudget) -> dict[str, int]:
+    names = [name for name in dir(budget) if name.startswith("max_")]
+    return {name: getattr(budget, name) for name in names}
+
+
+def _reopen(
+    cls: type[VshToolset],
+    workspace: str,
+    options: dict[str, Any],
+    budget: dict[str, int] | None,
+) -> VshToolset:
+    """Unpickle a :class:`VshToolset`: open its workspace again with the same options."""
+    if budget is not None:
+        options = {**options, "budget": vsh.ExecutionBudget(**budget)}
+    return cls(workspace, **options)
+
+
+def _recorded(verdict: str | None) -> RecordedDecision | None:
+    if verdict in ("approve", "review", "reject", "follow_policy"):
+        return verdict  # type: ignore[return-value]
+    return None
+
+
+def _replayed_decision(entry: JournalEntry) -> vsh.HookDecision:
+    """The hook decision a journal record carries, for a re-run of the same transaction."""
+    reason = entry.decision_reason or "recorded decision"
+    if entry.decision == "approve":
+        return vsh.HookDecision.approve(reason)
+    if entry.decision == "reject":
+        return vsh.HookDecision.reject(reason)
+    if entry.decision == "review":
+        return vsh.HookDecision.review(reason)
+    return vsh.HookDecision.follow_policy()
+
+
+def _decided_state(preview_state: str, verdict: str, *, read_only: bool) -> ToolState:
+    """The tool state a hook decision leads to, if VSH resolves it without surprises."""
+    if verdict == "reject":
+        return "rejected"
+    commits = verdict == "approve" or (
+        verdict == "follow_policy" and preview_state == "auto_approved"
+    )
+    if not commits:
+        return "pending"
+    return "read" if read_only else "committed"
 
 
 def _denial_message(part: ToolReturnPart | None) -> str:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ._results import ChangedPath
+from ._results import ChangedPath, VshResult
 from ._toolset_runtime import now_ms
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = (
     "approval_key_path",
     "args_digest",
     "harvest_capture",
+    "load_signing_key",
 )
 
 EndState = Literal["pending", "committed", "denied", "expired", "stale", "rejected", "failed"]
@@ -70,7 +71,8 @@ def approval_key_path() -> Path:
     return Path(base) / "vsh-ai" / "approval.key"
 
 
-def _load_key() -> bytes:
+def load_signing_key() -> bytes:
+    """The HMAC key that signs bindings and journal records (created on first use)."""
     path = approval_key_path()
     with contextlib.suppress(FileNotFoundError):
         return path.read_bytes()
@@ -108,7 +110,7 @@ class HarvestCapture(BaseModel):
 
 # Fields added after version 2 records existed: left out of the signed payload while at
 # their default, so records written before them still verify.
-_OPTIONAL_SIGNED = ("harvest", "end_principal", "end_message", "end_unix_ms")
+_OPTIONAL_SIGNED = ("harvest", "end_principal", "end_message", "end_unix_ms", "on_commit")
 
 
 class ApprovalBinding(BaseModel):
@@ -132,6 +134,9 @@ class ApprovalBinding(BaseModel):
     end_principal: str = ""
     end_message: str = ""
     end_unix_ms: int = 0
+    on_commit: VshResult | None = None
+    """What the agent sees when this transaction commits (recorded at defer time, so a
+    resume and its replay after a crash return the same result)."""
     mac: str = ""
 
     def signed_payload(self) -> bytes:
@@ -153,7 +158,7 @@ class ApprovalStore:
     @property
     def key(self) -> bytes:
         if self._key is None:
-            self._key = _load_key()
+            self._key = load_signing_key()
         return self._key
 
     def _sign(self, binding: ApprovalBinding) -> ApprovalBinding:
@@ -208,6 +213,7 @@ class ApprovalStore:
         changes_omitted: int = 0,
         metadata: dict[str, Any] | None = None,
         harvest: HarvestCapture | None = None,
+        on_commit: VshResult | None = None,
     ) -> ApprovalBinding:
         """Bind a call once: an existing binding for the same call is returned unchanged."""
         with self._locked():
@@ -225,6 +231,7 @@ class ApprovalStore:
                 created_unix_ms=now_ms(),
                 metadata=metadata or {},
                 harvest=harvest,
+                on_commit=on_commit,
             )
             return self._write(binding)
 

@@ -20,9 +20,10 @@ import vsh
 from vsh._async import native_call
 from vsh._native import _Cancellation
 
-__all__ = ("HookHandler", "HostChanged", "HostCheck", "WorkspaceDriver", "now_ms")
+__all__ = ("BeforeResolve", "HookHandler", "HostChanged", "HostCheck", "WorkspaceDriver", "now_ms")
 
 HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
+BeforeResolve = Callable[[vsh.RequestEvent | None, vsh.HookDecision], Awaitable[None]]
 HostCheck = Callable[[Sequence[str]], str | None]
 """Given the workspace-relative paths a transaction writes, why the host changed under
 them since the program ran (an outside writer), or None."""
@@ -72,7 +73,10 @@ class WorkspaceDriver:
         )
 
     async def run(
-        self, request: vsh.RunRequest, host_check: HostCheck | None = None
+        self,
+        request: vsh.RunRequest,
+        host_check: HostCheck | None = None,
+        before_commit: Callable[[vsh.Receipt], None] | None = None,
     ) -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
         """Plain runtime: preview then, in the same worker, commit auto-approved changes.
 
@@ -80,6 +84,8 @@ class WorkspaceDriver:
         itself when nothing is committed (denied, read-only, pending), or the stale error.
         Read-only and denied previews are discarded, never committed; so is auto-approved
         work whose target files ``host_check`` finds changed (raises :class:`HostChanged`).
+        ``before_commit(preview)`` runs just before the commit (the commit journal's
+        write); if it raises, the preview is discarded and nothing is committed.
         """
         native, token = self.native, _Cancellation()
 
@@ -95,6 +101,12 @@ class WorkspaceDriver:
                 if changed is not None:
                     native.discard_preview(preview.transaction)
                     raise HostChanged(changed)
+                if before_commit is not None:
+                    try:
+                        before_commit(preview)
+                    except BaseException:
+                        native.discard_preview(preview.transaction)
+                        raise
                 try:
                     return preview, native._commit(preview.transaction, now_ms(), token)
                 except vsh.VshStaleError as error:
@@ -110,9 +122,15 @@ class WorkspaceDriver:
         return await native_call(work, token)
 
     async def hooked_commit(
-        self, transaction: str, host_check: HostCheck | None = None
+        self,
+        transaction: str,
+        host_check: HostCheck | None = None,
+        before_resolve: BeforeResolve | None = None,
     ) -> vsh.CommitResolution:
         """Prepare, ask the hook about the exact event, resolve; fail closed on any error.
+
+        ``before_resolve(event, decision)`` runs with the final decision just before VSH
+        resolves it (the commit journal's write); if it raises, nothing is committed.
 
         A hook that raises (anything but cancellation) or returns something other than a
         ``vsh.HookDecision`` resolves as ``review``: the work stays pending, the run goes
@@ -156,6 +174,8 @@ class WorkspaceDriver:
                 decision = vsh.HookDecision.reject(f"host changed before commit: {changed}")
         token, now = _Cancellation(), now_ms()
         try:
+            if before_resolve is not None:
+                await before_resolve(event, decision)
             resolution = await native_call(
                 self._locked(lambda: native._resolve_commit(preparation, decision, now, token)),
                 token,

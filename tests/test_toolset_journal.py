@@ -1,0 +1,332 @@
+"""The commit journal: a replayed tool call (same run, same call id, same arguments) returns
+the recorded result and never commits twice; records are signed; keys are configurable.
+
+Real VSH workspaces and real agents; a "replay" is the same agent run again with the same
+``run_id`` and model responses, which is what a durable engine does after a crash. The
+subprocess crash matrix (DBOS) lives in tests/test_durable_crash.py.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, RunContext
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from vsh_ai import Evidence, RuleSet, Verdict
+from vsh_ai._toolset import VshToolset
+from vsh_ai._toolset_journal import CommitJournal
+
+pytestmark = pytest.mark.anyio
+
+APPEND = ToolCallPart(
+    "vsh_write",
+    {"path": "/workspace/log.txt", "content": "line 2\n", "append": True},
+    tool_call_id="append-1",
+)
+
+
+def scripted(*calls: ToolCallPart) -> tuple[FunctionModel, list[Any]]:
+    """A model that makes ``calls`` one per turn, then answers; it records tool returns."""
+    seen: list[Any] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        for part in messages[-1].parts:
+            if isinstance(part, ToolReturnPart):
+                seen.append(part.content)
+        turns = sum(isinstance(m, ModelResponse) for m in messages)
+        if turns < len(calls):
+            return ModelResponse(parts=[calls[turns]])
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(respond), seen
+
+
+class Crash(BaseException):
+    """Stands in for the process dying at that point (the subprocess matrix uses os._exit)."""
+
+
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "log.txt").write_text("line 1\n")
+    return root
+
+
+class CountingJudge:
+    def __init__(self, decision: str = "approve") -> None:
+        self.id = f"counting-{decision}"
+        self.decision = decision
+        self.calls = 0
+
+    async def review(self, evidence: Evidence) -> Verdict:
+        self.calls += 1
+        return Verdict(decision=self.decision, reason="judged", judge=self.id)  # type: ignore[arg-type]
+
+
+def dump(result: Any) -> Any:
+    return json.loads(result.model_dump_json()) if hasattr(result, "model_dump_json") else result
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["plain", "judged"])
+async def test_a_replayed_run_commits_once_and_sees_the_same_result(
+    tmp_path: Path, judged: bool
+) -> None:
+    root = workspace(tmp_path)
+    judge = CountingJudge() if judged else None
+    first_model, first_seen = scripted(APPEND)
+    toolset = VshToolset(root, judge=judge)
+    await Agent(first_model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+
+    # The engine replays the run (new toolset, same run id and model responses).
+    replay_model, replay_seen = scripted(APPEND)
+    again = VshToolset(root, judge=judge)
+    await Agent(replay_model, toolsets=[again]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    assert [dump(r) for r in replay_seen] == [dump(r) for r in first_seen]
+    assert dump(replay_seen[0])["state"] == "committed"
+    if judge is not None:
+        assert judge.calls == 1  # the replay did not ask the judge again
+
+    # A new run (another run id) is new work: it appends again.
+    other_model, _ = scripted(APPEND)
+    await Agent(other_model, toolsets=[again]).run("append", run_id="run-2")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\n"
+
+
+async def test_without_the_journal_a_replay_commits_twice(tmp_path: Path) -> None:
+    """The defect the journal exists for (the issue's reproduction, in process)."""
+    root = workspace(tmp_path)
+    for _ in range(2):
+        model, _seen = scripted(APPEND)
+        toolset = VshToolset(root, journal=False)
+        await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\n"
+
+
+async def test_reads_and_refusals_replay_from_the_journal(tmp_path: Path) -> None:
+    """A replay never re-reads (the host may have changed) nor re-asks a judge."""
+    root = workspace(tmp_path)
+    read = ToolCallPart("vsh_read", {"path": "/workspace/log.txt"}, tool_call_id="read-1")
+    judge = CountingJudge("review")
+    model, seen = scripted(read, APPEND)
+    await Agent(model, toolsets=[VshToolset(root, judge=judge)]).run("go", run_id="r")
+    (root / "log.txt").write_text("changed on the host\n")
+    replay, replay_seen = scripted(read, APPEND)
+    await Agent(replay, toolsets=[VshToolset(root, judge=judge)]).run("go", run_id="r")
+    assert [dump(r) for r in replay_seen] == [dump(r) for r in seen]
+    assert dump(replay_seen[0])["result"] == "line 1\n"
+    assert dump(replay_seen[1])["state"] == "pending"
+    assert judge.calls == 1
+    assert (root / "log.txt").read_text() == "changed on the host\n"
+
+
+async def test_a_prepared_record_whose_commit_never_happened_runs_again(tmp_path: Path) -> None:
+    """A crash between the journal write and the commit: VSH says not committed, so the
+    call runs again and commits once."""
+    root = workspace(tmp_path)
+    toolset = VshToolset(root)
+    assert toolset.journal is not None
+
+    original = toolset.journal.prepare
+
+    def prepare_then_crash(**kwargs: Any) -> Any:
+        original(**kwargs)
+        raise Crash
+
+    toolset.journal.prepare = prepare_then_crash  # type: ignore[method-assign]
+    model, _ = scripted(APPEND)
+    with pytest.raises(Crash):
+        await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    assert dump(seen[0])["state"] == "committed"
+
+
+async def test_a_crash_after_commit_before_the_result_is_recorded(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    toolset = VshToolset(root)
+    assert toolset.journal is not None
+
+    def crash(**kwargs: Any) -> Any:
+        raise Crash
+
+    toolset.journal.finish = crash  # type: ignore[method-assign]
+    model, _ = scripted(APPEND)
+    with pytest.raises(Crash):
+        await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+
+    reference_root = tmp_path / "reference"
+    reference_root.mkdir()
+    (reference_root / "log.txt").write_text("line 1\n")
+    reference_model, reference = scripted(APPEND)
+    await Agent(reference_model, toolsets=[VshToolset(reference_root)]).run("append", run_id="x")
+
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    expected = dump(reference[0])
+    got = dump(seen[0])
+    assert got["state"] == expected["state"] == "committed"
+    assert {k: v for k, v in got.items() if k != "transaction"} == {
+        k: v for k, v in expected.items() if k != "transaction"
+    }
+
+
+async def test_a_forged_or_corrupt_record_commits_and_reports_nothing(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    model, _ = scripted(APPEND)
+    toolset = VshToolset(root, judge=CountingJudge("review"))
+    await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert toolset.journal is not None
+    [record] = list(toolset.journal.directory.glob("*.json"))
+    data = json.loads(record.read_text())
+    data["result"]["state"] = "committed"  # claim a commit that never happened
+    record.write_text(json.dumps(data))
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert dump(seen[0])["state"] == "failed"
+    assert "signature mismatch" in dump(seen[0])["feedback"]
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+    record.write_text("{not json")
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert dump(seen[0])["state"] == "failed"
+    assert "corrupt" in dump(seen[0])["feedback"]
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+
+async def test_a_forged_decision_cannot_approve_a_transaction(tmp_path: Path) -> None:
+    """A record re-signed with another key carrying decision=approve is refused."""
+    root = workspace(tmp_path)
+    judge = CountingJudge("review")
+    model, _ = scripted(APPEND)
+    toolset = VshToolset(root, judge=judge)
+    await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert toolset.journal is not None
+    [record] = list(toolset.journal.directory.glob("*.json"))
+    entry = toolset.journal.load(
+        default_key := "run-1:append-1",
+        json.loads(record.read_text())["args_digest"],
+    )
+    assert entry is not None
+    assert default_key
+    forged = CommitJournal(toolset.journal.directory)
+    forged._key = b"attacker" * 4
+    forged.prepare(
+        key=entry.key,
+        tool_name=entry.tool_name,
+        digest=entry.args_digest,
+        transaction=entry.transaction or "",
+        expected=entry.result.model_copy(update={"state": "committed"}),  # type: ignore[union-attr]
+        decision="approve",
+    )
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root, judge=judge)]).run("append", run_id="run-1")
+    assert dump(seen[0])["state"] == "failed"
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+
+async def test_call_key_override_and_unjournaled_calls(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    keys: list[str] = []
+
+    def by_call_id(ctx: RunContext[Any]) -> str | None:
+        keys.append(f"conversation:{ctx.tool_call_id}")
+        return keys[-1]
+
+    for run_id in ("a", "b"):  # another run id, same key: the same call by the host's rule
+        model, _ = scripted(APPEND)
+        await Agent(model, toolsets=[VshToolset(root, call_key=by_call_id)]).run(
+            "append", run_id=run_id
+        )
+    assert keys == ["conversation:append-1"] * 2
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+
+    def never(ctx: RunContext[Any]) -> str | None:
+        return None
+
+    for run_id in ("a", "a"):  # no key: not journaled, a replay runs again
+        model, _ = scripted(APPEND)
+        await Agent(model, toolsets=[VshToolset(root, call_key=never)]).run("append", run_id=run_id)
+    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\nline 2\n"
+
+
+async def test_same_key_other_arguments_is_new_work(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    other = ToolCallPart(
+        "vsh_write",
+        {"path": "/workspace/log.txt", "content": "line 3\n", "append": True},
+        tool_call_id="append-1",
+    )
+    for call in (APPEND, other):
+        model, _ = scripted(call)
+        await Agent(model, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 3\n"
+
+
+async def test_deferred_resume_replay_commits_once_with_the_same_result(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (root / "app.toml").write_text("port = 8080\n")
+    patch = ToolCallPart(
+        "vsh_patch",
+        {"path": "/workspace/app.toml", "old": "8080", "new": "9090"},
+        tool_call_id="patch-1",
+    )
+    judge = CountingJudge("review")
+    model, _ = scripted(patch)
+    agent = Agent(
+        model,
+        toolsets=[VshToolset(root, judge=judge, approval="deferred")],
+        output_type=[str, DeferredToolRequests],
+    )
+    first = await agent.run("change the port")
+    assert isinstance(first.output, DeferredToolRequests)
+    approvals = DeferredToolResults(
+        approvals={"patch-1": True}, metadata={"patch-1": {"principal": "alice"}}
+    )
+    results = []
+    for _ in range(2):  # the resume, then its replay by an engine
+        resume_model, seen = scripted(patch)
+        resumed = Agent(
+            resume_model,
+            toolsets=[VshToolset(root, judge=judge, approval="deferred")],
+            output_type=[str, DeferredToolRequests],
+        )
+        await resumed.run(
+            message_history=first.all_messages(), deferred_tool_results=approvals, run_id="resume-1"
+        )
+        results.append(dump(seen[0]))
+    assert results[0] == results[1]
+    assert results[0]["state"] == "committed"
+    assert (root / "app.toml").read_text() == "port = 9090\n"
+    assert judge.calls == 1
+
+
+async def test_toolset_pickles_as_its_configuration(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    toolset = VshToolset(root, judge=RuleSet([]), approval="deferred", approval_ttl=7 * 86400)
+    clone = pickle.loads(pickle.dumps(toolset))
+    assert clone is not toolset
+    assert clone.runtime is not toolset.runtime
+    assert clone.workspace == toolset.workspace
+    assert clone.approval_ttl == 7 * 86400
+    model, _seen = scripted(APPEND)
+    result = await Agent(model, toolsets=[clone], output_type=[str, DeferredToolRequests]).run("x")
+    assert isinstance(result.output, DeferredToolRequests)  # the rule set reviews: deferred
+
+    import vsh
+
+    with pytest.raises(TypeError, match="workspace path"):
+        pickle.dumps(VshToolset(vsh.Runtime.open(root), state_directory=tmp_path / "state"))

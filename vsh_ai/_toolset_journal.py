@@ -1,0 +1,168 @@
+"""Exactly-once tool calls: a durable journal from a call key to its transaction and result.
+
+A durable engine (DBOS, Temporal, ...) re-runs a tool call after a crash when the call's
+result was not recorded. The VSH commit may already have happened, so running the program
+again would commit it twice. The journal closes that window: before any native call that
+may commit, :meth:`CommitJournal.prepare` records (call key, arguments) -> the transaction
+and the result the agent will see if it commits, fsynced; after the outcome,
+:meth:`CommitJournal.finish` records the final result. A replayed call (same key, same
+arguments) gets the recorded result, or, when only ``prepare`` was recorded, VSH's durable
+transaction state decides: committed means the recorded result; anything else means the
+commit never happened and the call runs again (re-using the recorded judge decision when
+the re-run produces the same transaction, so a paid judge is not asked twice).
+
+Records are signed like approval bindings (the key lives outside every workspace), so a
+forged record can neither claim a commit nor carry a decision into a transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._results import VshResult
+from ._toolset_approvals import VshApprovalError, load_signing_key
+from ._toolset_runtime import now_ms
+
+__all__ = ("CommitJournal", "JournalEntry", "Phase", "RecordedDecision")
+
+Phase = Literal["prepared", "done"]
+RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
+
+
+class JournalEntry(BaseModel):
+    """One tool call: its transaction, the decision taken, and what the agent sees."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    key: str
+    tool_name: str
+    args_digest: str
+    phase: Phase
+    transaction: str | None = None
+    decision: RecordedDecision | None = None
+    decision_reason: str = ""
+    expected: VshResult | None = None
+    result: VshResult | None = None
+    created_unix_ms: int
+    mac: str = ""
+
+    def signed_payload(self) -> bytes:
+        return self.model_dump_json(exclude={"mac"}).encode()
+
+
+class CommitJournal:
+    """Signed, atomic JSON records under ``directory``, one per (call key, arguments)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = load_signing_key()
+        return self._key
+
+    def path_for(self, key: str, digest: str) -> Path:
+        name = hashlib.sha256(key.encode()).hexdigest()
+        return self.directory / f"{name}.{digest[:32]}.json"
+
+    def _mac(self, entry: JournalEntry) -> str:
+        return hmac.new(self.key, entry.signed_payload(), hashlib.sha256).hexdigest()
+
+    def _write(self, entry: JournalEntry, *, durable: bool) -> JournalEntry:
+        entry = entry.model_copy(update={"mac": self._mac(entry)})
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.path_for(entry.key, entry.args_digest)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".entry-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(entry.model_dump_json())
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if durable:  # the rename itself must survive a power cut, not only a crash
+            directory = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        return entry
+
+    def prepare(
+        self,
+        *,
+        key: str,
+        tool_name: str,
+        digest: str,
+        transaction: str,
+        expected: VshResult,
+        decision: RecordedDecision | None = None,
+        decision_reason: str = "",
+    ) -> JournalEntry:
+        """Record, durably, what is about to be committed and what the agent will see."""
+        entry = JournalEntry(
+            key=key,
+            tool_name=tool_name,
+            args_digest=digest,
+            phase="prepared",
+            transaction=transaction,
+            decision=decision,
+            decision_reason=decision_reason,
+            expected=expected,
+            created_unix_ms=now_ms(),
+        )
+        return self._write(entry, durable=True)
+
+    def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
+        """Record the call's final result; a replay returns it as is.
+
+        Not fsynced: losing it in a power cut only costs a look at VSH's durable state
+        (a prepared record) or a re-run of work that committed nothing.
+        """
+        entry = JournalEntry(
+            key=key,
+            tool_name=tool_name,
+            args_digest=digest,
+            phase="done",
+            transaction=result.transaction,
+            result=result,
+            created_unix_ms=now_ms(),
+        )
+        return self._write(entry, durable=False)
+
+    def load(self, key: str, digest: str) -> JournalEntry | None:
+        """The record of this call, or None. A corrupt or forged record raises
+        :class:`VshApprovalError` (nothing is committed or reported for it)."""
+        path = self.path_for(key, digest)
+        try:
+            raw = path.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            entry = JournalEntry.model_validate_json(raw)
+        except ValidationError as error:
+            raise VshApprovalError(
+                f"{path}: commit journal record is corrupt ({error.error_count()} errors); "
+                "check VSH's state of the call's transaction by hand, then delete the record"
+            ) from None
+        if not hmac.compare_digest(self._mac(entry), entry.mac):
+            raise VshApprovalError(
+                f"{path}: commit journal record was modified outside vsh-ai (signature "
+                "mismatch); nothing is committed or reported for it"
+            )
+        if entry.key != key or entry.args_digest != digest:
+            raise VshApprovalError(f"{path}: journal record belongs to another tool call")
+        return entry
