@@ -217,11 +217,9 @@ async def test_a_forged_decision_cannot_approve_a_transaction(tmp_path: Path) ->
     assert toolset.journal is not None
     [record] = list(toolset.journal.directory.glob("*.json"))
     entry = toolset.journal.load(
-        default_key := "run-1:append-1",
-        json.loads(record.read_text())["args_digest"],
+        json.dumps(["run-1", "append-1"]), json.loads(record.read_text())["args_digest"]
     )
     assert entry is not None
-    assert default_key
     forged = CommitJournal(toolset.journal.directory)
     forged._key = b"attacker" * 4
     forged.prepare(
@@ -330,3 +328,103 @@ async def test_toolset_pickles_as_its_configuration(tmp_path: Path) -> None:
 
     with pytest.raises(TypeError, match="workspace path"):
         pickle.dumps(VshToolset(vsh.Runtime.open(root), state_directory=tmp_path / "state"))
+
+
+async def test_a_model_cannot_reach_another_runs_record_through_its_call_id(
+    tmp_path: Path,
+) -> None:
+    """Tool call ids are model output: run "r" + call id "x:read-1" must not be the call
+    of run "r:x" with call id "read-1" (that run's read result would leak)."""
+    root = workspace(tmp_path)
+    (root / "secret-ish.txt").write_text("other run's data\n")
+    read = ToolCallPart("vsh_read", {"path": "/workspace/secret-ish.txt"}, tool_call_id="read-1")
+    model, _ = scripted(read)
+    await Agent(model, toolsets=[VshToolset(root)]).run("read", run_id="r:x")
+    (root / "secret-ish.txt").write_text("now\n")
+    forged = ToolCallPart(
+        "vsh_read", {"path": "/workspace/secret-ish.txt"}, tool_call_id="x:read-1"
+    )
+    model, seen = scripted(forged)
+    await Agent(model, toolsets=[VshToolset(root)]).run("read", run_id="r")
+    assert dump(seen[0])["result"] == "now\n"
+
+
+@pytest.mark.parametrize("same_judge", [True, False], ids=["same-judge", "changed-judge"])
+async def test_a_recorded_decision_is_reused_only_by_the_judge_that_made_it(
+    tmp_path: Path, same_judge: bool
+) -> None:
+    """Crash after the journal recorded the judge's approval, before the commit: the
+    replay commits without asking the same judge again; a changed judge decides anew."""
+    root = workspace(tmp_path)
+    first = CountingJudge("approve")
+    toolset = VshToolset(root, judge=first)
+    assert toolset.journal is not None
+    original = toolset.journal.prepare
+
+    def prepare_then_crash(**kwargs: Any) -> Any:
+        original(**kwargs)
+        raise Crash
+
+    toolset.journal.prepare = prepare_then_crash  # type: ignore[method-assign]
+    model, _ = scripted(APPEND)
+    with pytest.raises(Crash):
+        await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert first.calls == 1
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+    second = first if same_judge else CountingJudge("review")
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root, judge=second)]).run("append", run_id="run-1")
+    if same_judge:
+        assert first.calls == 1
+        assert dump(seen[0])["state"] == "committed"
+        assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    else:
+        assert second.calls == 1
+        assert dump(seen[0])["state"] == "pending"
+        assert (root / "log.txt").read_text() == "line 1\n"
+
+
+@pytest.mark.parametrize(("days", "committed"), [(3, True), (8, False)])
+async def test_an_approval_days_later_follows_approval_ttl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, days: int, committed: bool
+) -> None:
+    """approval_ttl=7 days: an approval 3 days later commits; 8 days later it is expired,
+    final, and commits nothing. The toolset's clock is shifted (VSH takes its timestamps
+    from the caller), the runtime is real."""
+    import vsh_ai._toolset as toolset_module
+    import vsh_ai._toolset_approvals as approvals_module
+    import vsh_ai._toolset_runtime as runtime_module
+
+    root = workspace(tmp_path)
+    week = 7 * 86400
+    model, _ = scripted(APPEND)
+    agent = Agent(
+        model,
+        toolsets=[VshToolset(root, approval="deferred", policy="strict", approval_ttl=week)],
+        output_type=[str, DeferredToolRequests],
+    )
+    first = await agent.run("append")
+    assert isinstance(first.output, DeferredToolRequests)
+    [call] = first.output.approvals
+
+    later = runtime_module.now_ms() + days * 86_400_000
+    for module in (toolset_module, approvals_module, runtime_module):
+        monkeypatch.setattr(module, "now_ms", lambda: later)
+    approvals = DeferredToolResults(
+        approvals={call.tool_call_id: True}, metadata={call.tool_call_id: {"principal": "bob"}}
+    )
+    resume_model, seen = scripted(APPEND)
+    resumed = Agent(
+        resume_model,
+        toolsets=[VshToolset(root, approval="deferred", policy="strict", approval_ttl=week)],
+        output_type=[str, DeferredToolRequests],
+    )
+    await resumed.run(message_history=first.all_messages(), deferred_tool_results=approvals)
+    if committed:
+        assert dump(seen[0])["state"] == "committed"
+        assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    else:
+        assert dump(seen[0])["state"] == "stale"
+        assert "expired" in dump(seen[0])["feedback"]
+        assert (root / "log.txt").read_text() == "line 1\n"

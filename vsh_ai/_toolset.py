@@ -134,11 +134,16 @@ call again". None means the call is not journaled."""
 
 
 def default_call_key(ctx: RunContext[Any]) -> str | None:
-    """``<run id>:<tool call id>``: stable when a durable engine replays a run (under
-    ``DBOSDurability`` the run id is ``<workflow id>:<step>``)."""
+    """The run id and the tool call id: stable when a durable engine replays a run (under
+    ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
+
+    Encoded as a JSON pair, never joined with a separator: the tool call id comes from the
+    model, and ``"a" + ":b:c"`` must not name the same call as ``"a:b" + ":c"`` (another
+    run's recorded result would be returned).
+    """
     if ctx.run_id is None or ctx.tool_call_id is None:
         return None
-    return f"{ctx.run_id}:{ctx.tool_call_id}"
+    return json.dumps([ctx.run_id, ctx.tool_call_id])
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +189,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
 
     Tool calls are exactly-once under replay (a durable engine re-running a turn after a
     crash): a commit journal in ``<state_directory>/journal`` records each call, keyed by
-    ``call_key(ctx)`` (default ``<run id>:<tool call id>``), with its transaction and the
+    ``call_key(ctx)`` (default: the run id and tool call id), with its transaction and the
     result the agent sees, durably before anything can commit. A replayed call returns
     the recorded result; it never runs the program again after its commit, nor asks the
     judge again about the same transaction. ``journal=False`` turns this off.
@@ -419,7 +424,12 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             self._evidence_seen.popitem(last=False)
         call = _CURRENT_CALL.get()
         entry = call.entry if call is not None else None
-        if entry is not None and entry.transaction == event.transaction and entry.decision:
+        if (
+            entry is not None
+            and entry.decision
+            and entry.transaction == event.transaction
+            and entry.hook_id == event.hook_id
+        ):
             # A replay of this exact transaction: the judge already decided it (and a paid
             # judge is not asked twice); the journal record is signed.
             return _replayed_decision(entry)
@@ -639,6 +649,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         transaction: str,
         expected: VshResult,
         decision: vsh.HookDecision | None = None,
+        hook_id: str = "",
     ) -> VshResult:
         """Record a call's transaction and result before anything can commit (sync: may run
         in VSH's worker thread). A replay of the same transaction keeps the result the
@@ -653,6 +664,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             and entry.expected is not None
             and entry.expected.state == expected.state
             and entry.decision == recorded
+            and entry.hook_id == hook_id
         ):
             expected = entry.expected
         self.journal.prepare(
@@ -663,6 +675,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             expected=expected,
             decision=_recorded(recorded),
             decision_reason=(decision.reason or "") if decision is not None else "",
+            hook_id=hook_id,
         )
         return expected
 
@@ -836,7 +849,14 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 decided = self._result_for(
                     receipt, state, verdict, self._evidence_seen.get(transaction)
                 )
-                prepare = partial(self._journal_prepare, call, transaction, decided, decision)
+                prepare = partial(
+                    self._journal_prepare,
+                    call,
+                    transaction,
+                    decided,
+                    decision,
+                    event.hook_id if event is not None else "",
+                )
                 expected.append(await anyio.to_thread.run_sync(prepare))
 
             try:

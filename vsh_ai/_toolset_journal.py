@@ -49,6 +49,8 @@ class JournalEntry(BaseModel):
     transaction: str | None = None
     decision: RecordedDecision | None = None
     decision_reason: str = ""
+    hook_id: str = ""
+    """The hook (judge definition digest) that decided: a changed judge decides anew."""
     expected: VshResult | None = None
     result: VshResult | None = None
     created_unix_ms: int
@@ -111,6 +113,7 @@ class CommitJournal:
         expected: VshResult,
         decision: RecordedDecision | None = None,
         decision_reason: str = "",
+        hook_id: str = "",
     ) -> JournalEntry:
         """Record, durably, what is about to be committed and what the agent will see."""
         entry = JournalEntry(
@@ -121,6 +124,7 @@ class CommitJournal:
             transaction=transaction,
             decision=decision,
             decision_reason=decision_reason,
+            hook_id=hook_id,
             expected=expected,
             created_unix_ms=now_ms(),
         )
