@@ -428,3 +428,23 @@ async def test_an_approval_days_later_follows_approval_ttl(
         assert dump(seen[0])["state"] == "stale"
         assert "expired" in dump(seen[0])["feedback"]
         assert (root / "log.txt").read_text() == "line 1\n"
+
+
+async def test_prune_journal_removes_only_old_records(tmp_path: Path) -> None:
+    import os
+    import time
+
+    root = workspace(tmp_path)
+    toolset = VshToolset(root)
+    for run_id in ("old", "new"):
+        model, _ = scripted(APPEND)
+        await Agent(model, toolsets=[toolset]).run("append", run_id=run_id)
+    assert toolset.journal is not None
+    records = sorted(toolset.journal.directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    assert len(records) == 2
+    week_ago = time.time() - 7 * 86400
+    os.utime(records[0], (week_ago, week_ago))
+    assert toolset.prune_journal(86400) == 1
+    assert [p.exists() for p in records] == [False, True]
+    with pytest.raises(ValueError, match="older_than_s"):
+        toolset.prune_journal(float("nan"))

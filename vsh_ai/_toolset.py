@@ -340,6 +340,13 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         )
         self._register(selected)
 
+    def prune_journal(self, older_than_s: float) -> int:
+        """Delete commit-journal records older than ``older_than_s`` seconds (returns the
+        count). Keep them longer than any run can still be replayed: a durable workflow
+        that waits days for an approval replays its earlier calls when it recovers, and a
+        pruned call runs again."""
+        return self.journal.prune(older_than_s) if self.journal is not None else 0
+
     # -- pickling: as configuration ------------------------------------------------------
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -146,6 +147,32 @@ class CommitJournal:
             created_unix_ms=now_ms(),
         )
         return self._write(entry, durable=False)
+
+    def prune(self, older_than_s: float) -> int:
+        """Delete records older than ``older_than_s`` seconds; returns how many.
+
+        Only safe beyond the longest time a run can still be replayed (a workflow that
+        waits days for an approval replays its earlier calls when it recovers): a pruned
+        call that is replayed runs again.
+        """
+        if not (older_than_s >= 0):
+            raise ValueError(f"older_than_s must be >= 0 seconds, got {older_than_s}")
+        cutoff = time.time() - older_than_s
+        removed = 0
+        try:
+            entries = list(os.scandir(self.directory))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            if not entry.name.endswith(".json"):
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        return removed
 
     def load(self, key: str, digest: str) -> JournalEntry | None:
         """The record of this call, or None. A corrupt or forged record raises
