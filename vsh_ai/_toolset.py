@@ -550,17 +550,15 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 entry = self.journal.load(key, digest)
             except VshApprovalError as error:
                 return self._failed(str(error), retry=False)
-            if entry is not None:
-                settled = await self._settle_entry(entry)
-                if settled is not None:
-                    return settled
         call = _Call(name, tool_args, ctx, key, digest, entry)
-        token = _CURRENT_CALL.set(call)
-        try:
-            result = await self._call(call, tool)
-        finally:
-            _CURRENT_CALL.reset(token)
-        if isinstance(result, VshResult):
+        result = await self._settle_entry(entry) if entry is not None else None
+        if result is None:
+            token = _CURRENT_CALL.set(call)
+            try:
+                result = await self._call(call, tool)
+            finally:
+                _CURRENT_CALL.reset(token)
+        if isinstance(result, VshResult) and (entry is None or entry.phase != "done"):
             await self._journal_done(call, result)
         return result
 
@@ -625,16 +623,6 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             and self.approval == "feedback"
         ):
             settled = expected
-        if settled is not None and self.journal is not None:
-            await anyio.to_thread.run_sync(
-                partial(
-                    self.journal.finish,
-                    key=entry.key,
-                    tool_name=entry.tool_name,
-                    digest=entry.args_digest,
-                    result=settled,
-                )
-            )
         return settled
 
     async def _journal_done(self, call: _Call, result: VshResult) -> None:

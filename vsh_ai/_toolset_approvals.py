@@ -45,6 +45,7 @@ __all__ = (
     "args_digest",
     "harvest_capture",
     "load_signing_key",
+    "write_atomically",
 )
 
 EndState = Literal["pending", "committed", "denied", "expired", "stale", "rejected", "failed"]
@@ -87,6 +88,32 @@ def load_signing_key() -> bytes:
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path.read_bytes()
+
+
+def write_atomically(target: Path, text: str, *, durable: bool) -> None:
+    """Replace ``target`` with ``text`` all at once (a reader sees the old or the new file).
+
+    ``durable`` fsyncs the file and its folder, so the record survives a power cut, not
+    only a crash of this process.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".record-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if durable:
+        folder = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 class HarvestCapture(BaseModel):
@@ -189,16 +216,7 @@ class ApprovalStore:
     def _write(self, binding: ApprovalBinding) -> ApprovalBinding:
         binding = self._sign(binding)
         target = self.path_for(binding.tool_call_id, binding.args_digest)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".binding-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(binding.model_dump_json())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(target, binding.model_dump_json(), durable=True)
         return binding
 
     def save(

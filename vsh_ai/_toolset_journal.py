@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Literal
@@ -28,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._results import VshResult
-from ._toolset_approvals import VshApprovalError, load_signing_key
+from ._toolset_approvals import VshApprovalError, load_signing_key, write_atomically
 from ._toolset_runtime import now_ms
 
 __all__ = ("CommitJournal", "JournalEntry", "Phase", "RecordedDecision")
@@ -83,25 +82,8 @@ class CommitJournal:
 
     def _write(self, entry: JournalEntry, *, durable: bool) -> JournalEntry:
         entry = entry.model_copy(update={"mac": self._mac(entry)})
-        self.directory.mkdir(parents=True, exist_ok=True)
         target = self.path_for(entry.key, entry.args_digest)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".entry-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(entry.model_dump_json())
-                if durable:
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        if durable:  # the rename itself must survive a power cut, not only a crash
-            directory = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+        write_atomically(target, entry.model_dump_json(), durable=durable)
         return entry
 
     def prepare(
