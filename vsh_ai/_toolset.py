@@ -9,7 +9,6 @@ import json
 import math
 import os
 import re
-import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -50,10 +49,17 @@ from ._toolset_approvals import (
     args_digest,
     harvest_capture,
 )
+from ._toolset_guest import guest_text
 from ._toolset_journal import CommitJournal, JournalEntry, RecordedDecision
 from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
+from ._toolset_workspace import (
+    check_state_directory,
+    check_workspace,
+    probe_state_directory,
+    read_quarantine,
+)
 from ._verdict import Verdict
 
 __all__ = (
@@ -94,18 +100,6 @@ _DUPLICATE = re.compile(
 )
 _PERMISSION = re.compile(r"^PermissionError: (.+)$", re.MULTILINE)
 _NEEDS_APPROVAL = "needs approval: VSH policy requires a person to approve this change"
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt)):", re.M)
-# Errors whose text VSH or Monty writes from the program's own names, never from file bytes.
-_STRUCTURAL = (
-    "SyntaxError",
-    "NameError",
-    "FileNotFoundError",
-    "FileExistsError",
-    "IsADirectoryError",
-    "NotADirectoryError",
-)
-_EMBEDDED_EXCEPTION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception)):")
-_BUDGET = re.compile(r"limit exceeded|budget|unsupported Monty external function", re.I)
 _QUARANTINE_FILE = "QUARANTINED.json"
 # VSH errors that mean host files changed while the snapshot was taken (not a guest error):
 # a node changed, vanished between listing and stat ("capture node metadata"), or the VFS
@@ -287,16 +281,16 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 else workspace_or_runtime
             )
             if state_directory is not None:
-                _probe_state_directory(native, Path(state_directory))
+                probe_state_directory(native, Path(state_directory))
         else:
             workspace = Path(workspace_or_runtime)
-            _check_workspace(workspace)
+            check_workspace(workspace)
             self.workspace = workspace.resolve()
             state_directory = state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
-            _check_state_directory(workspace, Path(state_directory))
+            check_state_directory(workspace, Path(state_directory))
             lock_key = str(self.workspace)
             self._quarantine_file = self.workspace / ".vsh-runtime" / "vsh-ai" / _QUARANTINE_FILE
-            self.quarantine = _read_quarantine(self._quarantine_file)
+            self.quarantine = read_quarantine(self._quarantine_file)
             try:
                 self.runtime = self._open(
                     workspace,
@@ -1004,7 +998,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 f"{category}); the program's own message is not shown.",
             )
         judged = self._inner_handler is not None and self._inner_handler is not _follow_policy
-        shown = _guest_text(text, stderr, code, withhold=judged)
+        shown = guest_text(text, stderr, code, withhold=judged)
         raise ModelRetry(
             "The program failed inside VSH and nothing was changed:\n"
             f"{bound_text(shown, self.limits.error, keep='tail')}\n"
@@ -1401,33 +1395,6 @@ class VshCapability(Capability[Any]):
         self.runtime = getattr(toolset, "runtime", None)
 
 
-def _check_workspace(workspace: Path) -> None:
-    """A missing workspace is the caller's mistake: say which path and what to do, rather
-    than VSH's ``canonicalize workspace capability`` error."""
-    if workspace.is_dir():
-        return
-    where = f"{workspace}" + (f" ({workspace.absolute()})" if not workspace.is_absolute() else "")
-    if workspace.exists():
-        raise NotADirectoryError(
-            f"VshToolset workspace {where} is not a folder; pass the folder the agent may change"
-        )
-    raise FileNotFoundError(
-        f"VshToolset workspace {where} does not exist; create the folder first "
-        "(Path(...).mkdir(parents=True)) or pass an existing folder the agent may change"
-    )
-
-
-def _check_state_directory(workspace: Path, state_directory: Path) -> None:
-    """Approval bindings must live where agent programs cannot write (VSH guards its own
-    ``.vsh-runtime``): a forged binding would choose what an approval commits."""
-    root, state = workspace.resolve(), state_directory.resolve()
-    if state.is_relative_to(root) and not state.is_relative_to(root / ".vsh-runtime"):
-        raise ValueError(
-            f"state_directory {state_directory} is inside the workspace, where agent programs "
-            "can write; put it outside the workspace or under its .vsh-runtime directory"
-        )
-
-
 def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
     """Evidence for a result's diff; an event it cannot snapshot only costs the diff."""
     if event is None:
@@ -1500,17 +1467,6 @@ _QUARANTINED: dict[str, str] = {}
 """Workspaces (lock keys) this process stopped committing on after a recovery error."""
 
 
-def _read_quarantine(path: Path) -> str | None:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return f"This workspace is quarantined ({path} exists but is unreadable)."
-    message = data.get("message") if isinstance(data, dict) else None
-    return str(message) if message else f"This workspace is quarantined ({path})."
-
-
 def _is_recovery(error: BaseException) -> bool:
     return isinstance(error, vsh.VshRecoveryError) or "recovery" in str(error).lower()
 
@@ -1524,129 +1480,3 @@ def _error_kind(error: BaseException) -> str:
 def changes_of_receipt(receipt: vsh.Receipt) -> tuple[ChangedPath, ...]:
     """What VSH reports it committed (never a stored copy)."""
     return tuple(ChangedPath(path=path, kind=kind) for path, kind in receipt.changes)
-
-
-_FRAME = re.compile(r'^  File "<vsh>", line \d+, in [\w<>.]+$')
-_CARETS = re.compile(r"^[\s~^]+$")
-_TB_HEADERS = (
-    "Traceback (most recent call last):",
-    "During handling of the above exception, another exception occurred:",
-    "The above exception was the direct cause of the following exception:",
-)
-_WORKSPACE_PATH = re.compile(r"/workspace/[^'\"\n]*")
-
-
-def _own_paths(line: str, code: str) -> str:
-    """``line`` with every /workspace path the program did not spell out withheld."""
-
-    def check(match: re.Match[str]) -> str:
-        path = match.group(0).rstrip(" .,:;)")
-        return match.group(0) if path in code else "[path withheld]"
-
-    return _WORKSPACE_PATH.sub(check, line)
-
-
-def _guest_text(text: str, stderr: str, code: str, *, withhold: bool) -> str:
-    """A guest error for the model: redacted, and without data-bearing text if judged.
-
-    Without a judge the whole text (secrets redacted) is returned. With one, only what
-    provably comes from the program itself survives: traceback headers, frame lines, the
-    program's own source lines, the exception type, and the message of errors VSH or
-    Monty phrase from the program's names (syntax, names, missing paths, budgets) with
-    any path the program did not spell out withheld. Everything else (exception
-    messages, which may hold bytes the program read, and stderr) is withheld.
-    """
-    text, stderr = redact(text), redact(stderr)
-    if not withhold:
-        return f"{text}\n{stderr}" if stderr else text
-    source = {line.strip() for line in code.splitlines() if line.strip()}
-    kept: list[str] = []
-    dropped = 0
-    in_message = False
-    for index, raw in enumerate(text.splitlines()):
-        line = raw
-        if index == 0 and ": Traceback (most recent call last):" in line:
-            kept.append(line)  # "Monty Runtime failure: Traceback (most recent call last):"
-            in_message = False
-            continue
-        if in_message:  # once a message starts, nothing after it is trusted
-            dropped += 1
-            continue
-        if line in _TB_HEADERS:
-            kept.append(line)
-            continue
-        if _FRAME.match(line) or _CARETS.match(line) or line.strip() in source:
-            kept.append(line)
-            continue
-        header = _EXCEPTION_LINE.match(line) or (
-            _EMBEDDED_EXCEPTION.search(line) if index == 0 else None
-        )
-        if header is not None or index == 0:
-            kind = header.group(1).rsplit(".", 1)[-1] if header else ""
-            if (header is None or kind in _STRUCTURAL) and _BUDGET.search(line) is None:
-                kept.append(_own_paths(line, code) if header or index == 0 else "")
-            elif _BUDGET.search(line):
-                kept.append(_own_paths(line, code))
-            else:
-                kept.append(
-                    f"{kind}: (message withheld: it may contain bytes the program read, "
-                    "which the reviewer has not cleared; make the program's errors explain "
-                    "themselves with your own text)"
-                )
-            in_message = header is not None
-            continue
-        dropped += 1
-    if dropped:
-        kept.append(f"({dropped} more line(s) withheld)")
-    if stderr:
-        kept.append(
-            f"(stderr withheld, {len(stderr.encode())} bytes: it may contain bytes the "
-            "program read)"
-        )
-    return "\n".join(kept)
-
-
-def _probe_state_directory(native: vsh.Runtime, state_directory: Path) -> None:
-    """Refuse a binding directory a guest program of ``native`` can reach.
-
-    An existing runtime does not reveal its workspace, so ask it: drop a marker with a
-    random name in ``state_directory`` and preview a program that tries every place the
-    marker could appear under /workspace. Only VSH's own guarded state (reads there are
-    denied) or a directory outside the workspace passes.
-    """
-    state = state_directory.resolve()
-    state.mkdir(parents=True, exist_ok=True)
-    marker = state / f".vsh-ai-probe-{secrets.token_hex(8)}"
-    marker.write_text("probe")
-    try:
-        candidates = [
-            "/workspace/" + str(marker.relative_to(ancestor))
-            for ancestor in (state, *state.parents)
-        ]
-        code = (
-            "found = []\n"
-            f"for p in {candidates!r}:\n"
-            "    try:\n"
-            "        vsh_read(p)\n"
-            "        found.append(p)\n"
-            "    except Exception:\n"
-            "        pass\n"
-            "found\n"
-        )
-        request = vsh.RunRequest(code, intent="vsh-ai: check the approval state directory")
-        try:
-            receipt = native.preview(request)
-        except vsh.VshExecutionError:
-            return  # reads of VSH's own state are refused outright
-        try:
-            reachable = receipt.state != "denied" and bool(receipt.result)
-        finally:
-            native.discard_preview(receipt.transaction)
-        if reachable:
-            raise ValueError(
-                f"state_directory {state_directory} is inside the runtime's workspace, where "
-                "agent programs can write; put it outside the workspace or under its "
-                ".vsh-runtime directory"
-            )
-    finally:
-        marker.unlink(missing_ok=True)
