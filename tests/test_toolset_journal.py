@@ -448,3 +448,43 @@ async def test_prune_journal_removes_only_old_records(tmp_path: Path) -> None:
     assert [p.exists() for p in records] == [False, True]
     with pytest.raises(ValueError, match="older_than_s"):
         toolset.prune_journal(float("nan"))
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["plain", "judged"])
+async def test_an_unwritable_journal_commits_nothing_and_does_not_crash_the_run(
+    tmp_path: Path, judged: bool
+) -> None:
+    root = workspace(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "journal").write_text("a file where the journal folder should be")
+    model, seen = scripted(APPEND)
+    toolset = VshToolset(root, state_directory=state, judge=CountingJudge() if judged else None)
+    result = await Agent(model, toolsets=[toolset]).run("append", run_id="r")
+    assert result.output == "done"
+    assert dump(seen[0])["state"] == "failed"
+    assert "commit journal" in dump(seen[0])["feedback"]
+    assert (root / "log.txt").read_text() == "line 1\n"
+
+
+async def test_a_journal_that_fails_only_after_the_commit_keeps_the_true_result(
+    tmp_path: Path,
+) -> None:
+    root = workspace(tmp_path)
+    toolset = VshToolset(root)
+    assert toolset.journal is not None
+    journal = toolset.journal
+
+    def full_disk(**kwargs: Any) -> Any:
+        from vsh_ai._toolset_journal import JournalUnavailable
+
+        raise JournalUnavailable("cannot write the commit journal (No space left on device)")
+
+    journal.finish = full_disk  # type: ignore[method-assign]
+    model, seen = scripted(APPEND)
+    await Agent(model, toolsets=[toolset]).run("append", run_id="r")
+    assert dump(seen[0])["state"] == "committed"
+    replay, replay_seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="r")
+    assert dump(replay_seen[0]) == dump(seen[0])
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"

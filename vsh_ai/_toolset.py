@@ -50,7 +50,7 @@ from ._toolset_approvals import (
     harvest_capture,
 )
 from ._toolset_guest import guest_text
-from ._toolset_journal import CommitJournal, JournalEntry, RecordedDecision
+from ._toolset_journal import CommitJournal, JournalEntry, JournalUnavailable, RecordedDecision
 from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
@@ -544,6 +544,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 entry = self.journal.load(key, digest)
             except VshApprovalError as error:
                 return self._failed(str(error), retry=False)
+            except JournalUnavailable as error:
+                return self._failed(f"{error}; nothing was run or committed.", retry=False)
         call = _Call(name, tool_args, ctx, key, digest, entry)
         result = await self._settle_entry(entry) if entry is not None else None
         if result is None:
@@ -622,15 +624,17 @@ class VshToolset(FileTools, FunctionToolset[Any]):
     async def _journal_done(self, call: _Call, result: VshResult) -> None:
         if call.key is None or self.journal is None or self.quarantine is not None:
             return
-        await anyio.to_thread.run_sync(
-            partial(
-                self.journal.finish,
-                key=call.key,
-                tool_name=call.name,
-                digest=call.digest,
-                result=result,
-            )
+        finish = partial(
+            self.journal.finish,
+            key=call.key,
+            tool_name=call.name,
+            digest=call.digest,
+            result=result,
         )
+        # Not recording the outcome costs only a look at VSH's state on a replay (the
+        # prepared record stays): the result the agent gets stays true.
+        with contextlib.suppress(JournalUnavailable):
+            await anyio.to_thread.run_sync(finish)
 
     def _journal_prepare(
         self,
@@ -737,6 +741,8 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             return self._quarantined()
         except HostChanged as error:
             return self._stale(f"Nothing was committed: {error}. Re-read and submit again.")
+        except JournalUnavailable as error:
+            return self._failed(f"{error}; nothing was committed.", retry=False)
         except vsh.VshStaleError as error:
             return self._stale(bound_text(str(error), self.limits.error))
         except (vsh.VshStateError, vsh.VshExecutionError):
@@ -1234,7 +1240,10 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             return self._quarantined()
         expected = self._committed_view(binding)
         prepare = partial(self._journal_prepare, _CURRENT_CALL.get(), transaction, expected)
-        expected = await anyio.to_thread.run_sync(prepare)
+        try:
+            expected = await anyio.to_thread.run_sync(prepare)
+        except JournalUnavailable as error:  # the approval stays pending: nothing is lost
+            return self._failed(f"{error}; nothing was committed.", retry=False)
         try:
             final = await self.driver.approve_and_commit(
                 transaction, principal, int(self.approval_ttl * 1000)

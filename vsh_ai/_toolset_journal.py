@@ -30,10 +30,15 @@ from ._results import VshResult
 from ._toolset_approvals import VshApprovalError, load_signing_key, write_atomically
 from ._toolset_runtime import now_ms
 
-__all__ = ("CommitJournal", "JournalEntry", "Phase", "RecordedDecision")
+__all__ = ("CommitJournal", "JournalEntry", "JournalUnavailable", "Phase", "RecordedDecision")
 
 Phase = Literal["prepared", "done"]
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
+
+
+class JournalUnavailable(RuntimeError):
+    """The journal could not be read or written (disk full, permissions, a file in the
+    way): the call commits nothing, since exactly-once could not be guaranteed."""
 
 
 class JournalEntry(BaseModel):
@@ -83,7 +88,12 @@ class CommitJournal:
     def _write(self, entry: JournalEntry, *, durable: bool) -> JournalEntry:
         entry = entry.model_copy(update={"mac": self._mac(entry)})
         target = self.path_for(entry.key, entry.args_digest)
-        write_atomically(target, entry.model_dump_json(), durable=durable)
+        try:
+            write_atomically(target, entry.model_dump_json(), durable=durable)
+        except OSError as error:
+            raise JournalUnavailable(
+                f"cannot write the commit journal in {self.directory} ({error.strerror or error})"
+            ) from None
         return entry
 
     def prepare(
@@ -164,6 +174,10 @@ class CommitJournal:
             raw = path.read_text()
         except FileNotFoundError:
             return None
+        except OSError as error:
+            raise JournalUnavailable(
+                f"cannot read the commit journal in {self.directory} ({error.strerror or error})"
+            ) from None
         try:
             entry = JournalEntry.model_validate_json(raw)
         except ValidationError as error:
