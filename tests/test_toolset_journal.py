@@ -488,3 +488,16 @@ async def test_a_journal_that_fails_only_after_the_commit_keeps_the_true_result(
     await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="r")
     assert dump(replay_seen[0]) == dump(seen[0])
     assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+
+
+async def test_a_replay_is_traced_without_contents(tmp_path: Path, capfire: Any) -> None:
+    root = workspace(tmp_path)
+    for _ in range(2):
+        model, _seen = scripted(APPEND)
+        await Agent(model, toolsets=[VshToolset(root)]).run("append", run_id="r")
+    spans = capfire.exporter.exported_spans_as_dict()
+    replays = [s for s in spans if s["name"] == "vsh-ai replay"]
+    assert len(replays) == 1
+    assert replays[0]["attributes"]["state"] == "committed"
+    assert replays[0]["attributes"]["tool"] == "vsh_write"
+    assert "line 2" not in repr([s for s in spans if s["name"].startswith("vsh-ai")])

@@ -548,7 +548,10 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 return self._failed(f"{error}; nothing was run or committed.", retry=False)
         call = _Call(name, tool_args, ctx, key, digest, entry)
         result = await self._settle_entry(entry) if entry is not None else None
-        if result is None:
+        if result is not None:  # a replay answered from the journal: say so in traces
+            with _span("vsh-ai replay", tool=name) as span:
+                span.set_attributes(_span_attributes(result))
+        else:
             token = _CURRENT_CALL.set(call)
             try:
                 result = await self._call(call, tool)
