@@ -217,7 +217,7 @@ async def test_a_forged_decision_cannot_approve_a_transaction(tmp_path: Path) ->
     assert toolset.journal is not None
     [record] = list(toolset.journal.directory.glob("*.json"))
     entry = toolset.journal.load(
-        json.dumps(["run-1", "append-1"]), json.loads(record.read_text())["args_digest"]
+        json.dumps(["run-1", 1, "append-1"]), json.loads(record.read_text())["args_digest"]
     )
     assert entry is not None
     forged = CommitJournal(toolset.journal.directory)
@@ -501,3 +501,16 @@ async def test_a_replay_is_traced_without_contents(tmp_path: Path, capfire: Any)
     assert replays[0]["attributes"]["state"] == "committed"
     assert replays[0]["attributes"]["tool"] == "vsh_write"
     assert "line 2" not in repr([s for s in spans if s["name"].startswith("vsh-ai")])
+
+
+async def test_a_model_that_reuses_a_call_id_across_turns_still_gets_two_calls(
+    tmp_path: Path,
+) -> None:
+    """Some models name every call ``call_0``: two identical appends in two turns of one
+    run are two calls (the run step tells them apart), not a replay."""
+    root = workspace(tmp_path)
+    model, seen = scripted(APPEND, APPEND)
+    await Agent(model, toolsets=[VshToolset(root)]).run("append twice", run_id="r")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\n"
+    assert [dump(r)["state"] for r in seen] == ["committed", "committed"]
+    assert dump(seen[0])["transaction"] != dump(seen[1])["transaction"]

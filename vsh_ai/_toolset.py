@@ -128,16 +128,18 @@ call again". None means the call is not journaled."""
 
 
 def default_call_key(ctx: RunContext[Any]) -> str | None:
-    """The run id and the tool call id: stable when a durable engine replays a run (under
-    ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
+    """The run id, the run step and the tool call id: stable when a durable engine replays
+    a run (under ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
 
-    Encoded as a JSON pair, never joined with a separator: the tool call id comes from the
-    model, and ``"a" + ":b:c"`` must not name the same call as ``"a:b" + ":c"`` (another
-    run's recorded result would be returned).
+    The step tells apart two calls of one run whose model reused an id (some models say
+    ``call_0`` every turn): without it the second, identical call would get the first's
+    result and do nothing. Encoded as JSON, never joined with a separator: the call id
+    comes from the model, and ``"a" + ":b:c"`` must not name the call ``"a:b" + ":c"``
+    (another run's recorded result would be returned).
     """
     if ctx.run_id is None or ctx.tool_call_id is None:
         return None
-    return json.dumps([ctx.run_id, ctx.tool_call_id])
+    return json.dumps([ctx.run_id, ctx.run_step, ctx.tool_call_id])
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +185,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
 
     Tool calls are exactly-once under replay (a durable engine re-running a turn after a
     crash): a commit journal in ``<state_directory>/journal`` records each call, keyed by
-    ``call_key(ctx)`` (default: the run id and tool call id), with its transaction and the
+    ``call_key(ctx)`` (default: run id, run step and tool call id), with its transaction and the
     result the agent sees, durably before anything can commit. A replayed call returns
     the recorded result; it never runs the program again after its commit, nor asks the
     judge again about the same transaction. ``journal=False`` turns this off.
