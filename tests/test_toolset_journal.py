@@ -392,8 +392,8 @@ async def test_an_approval_days_later_follows_approval_ttl(
     """approval_ttl=7 days: an approval 3 days later commits; 8 days later it is expired,
     final, and commits nothing. The toolset's clock is shifted (VSH takes its timestamps
     from the caller), the runtime is real."""
-    import vsh_ai._toolset as toolset_module
-    import vsh_ai._toolset_approvals as approvals_module
+    import sys
+
     import vsh_ai._toolset_runtime as runtime_module
 
     root = workspace(tmp_path)
@@ -409,8 +409,10 @@ async def test_an_approval_days_later_follows_approval_ttl(
     [call] = first.output.approvals
 
     later = runtime_module.now_ms() + days * 86_400_000
-    for module in (toolset_module, approvals_module, runtime_module):
-        monkeypatch.setattr(module, "now_ms", lambda: later)
+    clock = runtime_module.now_ms
+    for name, module in list(sys.modules.items()):  # every module's view of the clock
+        if name.startswith("vsh_ai") and getattr(module, "now_ms", None) is clock:
+            monkeypatch.setattr(module, "now_ms", lambda: later)
     approvals = DeferredToolResults(
         approvals={call.tool_call_id: True}, metadata={call.tool_call_id: {"principal": "bob"}}
     )

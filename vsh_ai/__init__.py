@@ -27,15 +27,14 @@ from ._results import ChangedPath, OutputLimits, ToolState, VshResult
 from ._simulate import Simulation, simulate
 from ._toolset import (
     ApprovalMode,
-    CallKey,
     JudgeScope,
     ToolName,
     ToolsetOptions,
     VshCapability,
     VshToolset,
-    default_call_key,
 )
 from ._toolset_approvals import VshApprovalError
+from ._toolset_journal import CallKey, default_call_key
 from ._verdict import Decision, FailureCategory, Usage, Verdict
 from .llm import LLMCommitJudge, SharingPolicy
 from .rules import Rule, RuleSet

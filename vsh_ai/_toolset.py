@@ -11,25 +11,20 @@ import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
 import anyio
-import logfire
 import vsh
-from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import Capability
-from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
 from ._evidence import Evidence
 from ._hooks import Judge, JudgeHook, as_hook
 from ._results import (
-    MAX_CHANGES,
     NAMES_FROM_ARGUMENTS,
     ChangedPath,
     OutputLimits,
@@ -42,16 +37,24 @@ from ._results import (
 )
 from ._simulate import DEFAULT_REVIEW_CONTENT_BYTES
 from ._toolset_approvals import (
-    ApprovalBinding,
     ApprovalStore,
-    EndState,
     VshApprovalError,
     args_digest,
-    harvest_capture,
 )
+from ._toolset_deferred import DeferredApprovals
 from ._toolset_guest import guest_text
-from ._toolset_journal import CommitJournal, JournalEntry, JournalUnavailable, RecordedDecision
-from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, now_ms
+from ._toolset_journal import (
+    CURRENT_CALL,
+    CallKey,
+    CommitJournal,
+    CurrentCall,
+    JournalEntry,
+    JournalUnavailable,
+    RecordedDecision,
+    default_call_key,
+)
+from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, is_recovery
+from ._toolset_spans import open_span, span_attributes
 from ._toolset_text import instructions_for
 from ._toolset_tools import FileTools
 from ._toolset_workspace import (
@@ -64,13 +67,11 @@ from ._verdict import Verdict
 
 __all__ = (
     "ApprovalMode",
-    "CallKey",
     "JudgeScope",
     "ToolName",
     "ToolsetOptions",
     "VshCapability",
     "VshToolset",
-    "default_call_key",
 )
 
 ToolName = Literal[
@@ -122,45 +123,11 @@ _EVIDENCE_KEPT = 4096
 _EVIDENCE_PENDING_KEPT = 64  # only between a transaction's outcome and its binding
 
 
-CallKey = Callable[[RunContext[Any]], str | None]
-"""How a tool call is named in the commit journal: the same key on a replay means "this
-call again". None means the call is not journaled."""
-
-
-def default_call_key(ctx: RunContext[Any]) -> str | None:
-    """The run id, the run step and the tool call id: stable when a durable engine replays
-    a run (under ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
-
-    The step tells apart two calls of one run whose model reused an id (some models say
-    ``call_0`` every turn): without it the second, identical call would get the first's
-    result and do nothing. Encoded as JSON, never joined with a separator: the call id
-    comes from the model, and ``"a" + ":b:c"`` must not name the call ``"a:b" + ":c"``
-    (another run's recorded result would be returned).
-    """
-    if ctx.run_id is None or ctx.tool_call_id is None:
-        return None
-    return json.dumps([ctx.run_id, ctx.run_step, ctx.tool_call_id])
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    name: str
-    args: dict[str, Any]
-    ctx: RunContext[Any]
-    key: str | None = None
-    digest: str = ""
-    entry: JournalEntry | None = None
-    """The journal record an earlier attempt of this call left (a replay), if any."""
-
-
-_CURRENT_CALL: ContextVar[_Call | None] = ContextVar("vsh_ai_current_call", default=None)
-
-
 async def _follow_policy(event: vsh.RequestEvent) -> vsh.HookDecision:
     return vsh.HookDecision.follow_policy()
 
 
-class VshToolset(FileTools, FunctionToolset[Any]):
+class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
     """Tools that run an agent's programs as atomic VSH transactions.
 
     Every call previews the program on a virtual snapshot, lets VSH policy (and the
@@ -304,7 +271,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                     bash=bash,
                 )
             except vsh.VshRuntimeError as error:
-                if not _is_recovery(error):
+                if not is_recovery(error):
                     raise
                 self._quarantine_now(error)
             handler = self._on_event if self._inner_handler is not None else None
@@ -425,7 +392,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         self._evidence_seen[event.transaction] = evidence
         while len(self._evidence_seen) > _EVIDENCE_KEPT:
             self._evidence_seen.popitem(last=False)
-        call = _CURRENT_CALL.get()
+        call = CURRENT_CALL.get()
         entry = call.entry if call is not None else None
         if (
             entry is not None
@@ -548,22 +515,22 @@ class VshToolset(FileTools, FunctionToolset[Any]):
                 return self._failed(str(error), retry=False)
             except JournalUnavailable as error:
                 return self._failed(f"{error}; nothing was run or committed.", retry=False)
-        call = _Call(name, tool_args, ctx, key, digest, entry)
+        call = CurrentCall(name, tool_args, ctx, key, digest, entry)
         result = await self._settle_entry(entry) if entry is not None else None
         if result is not None:  # a replay answered from the journal: say so in traces
-            with _span("vsh-ai replay", tool=name) as span:
-                span.set_attributes(_span_attributes(result))
+            with open_span("vsh-ai replay", tool=name) as span:
+                span.set_attributes(span_attributes(result))
         else:
-            token = _CURRENT_CALL.set(call)
+            token = CURRENT_CALL.set(call)
             try:
                 result = await self._call(call, tool)
             finally:
-                _CURRENT_CALL.reset(token)
+                CURRENT_CALL.reset(token)
         if isinstance(result, VshResult) and (entry is None or entry.phase != "done"):
             await self._journal_done(call, result)
         return result
 
-    async def _call(self, call: _Call, tool: ToolsetTool[Any]) -> Any:
+    async def _call(self, call: CurrentCall, tool: ToolsetTool[Any]) -> Any:
         call_id, ctx = call.ctx.tool_call_id, call.ctx
         if call_id is not None and self.store is not None:
             try:
@@ -626,7 +593,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             settled = expected
         return settled
 
-    async def _journal_done(self, call: _Call, result: VshResult) -> None:
+    async def _journal_done(self, call: CurrentCall, result: VshResult) -> None:
         if call.key is None or self.journal is None or self.quarantine is not None:
             return
         finish = partial(
@@ -643,7 +610,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
 
     def _journal_prepare(
         self,
-        call: _Call | None,
+        call: CurrentCall | None,
         transaction: str,
         expected: VshResult,
         decision: vsh.HookDecision | None = None,
@@ -688,7 +655,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         """Run one program as one transaction and return (or defer) its result."""
         if self.quarantine is not None:
             return self._quarantined()
-        call = _CURRENT_CALL.get()
+        call = CURRENT_CALL.get()
         request = vsh.RunRequest(
             code,
             language=language,
@@ -699,10 +666,10 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         )
         retry: ModelRetry | None = None
         names = NAMES_FROM_ARGUMENTS.set(tool != "vsh_run")
-        with _span("vsh-ai transaction", tool=tool, language=_language_name(language)) as span:
+        with open_span("vsh-ai transaction", tool=tool, language=_language_name(language)) as span:
             try:
                 result = await self._transact(request)
-                span.set_attributes(_span_attributes(result))
+                span.set_attributes(span_attributes(result))
             except ModelRetry as error:  # re-raised outside: guest text stays out of spans
                 span.set_attribute("state", "guest_error")
                 retry = error
@@ -753,7 +720,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         except (vsh.VshStateError, vsh.VshExecutionError):
             raise
         except vsh.VshRuntimeError as error:
-            if _is_recovery(error):
+            if is_recovery(error):
                 self._quarantine_now(error)
                 return self._quarantined()
             return self._outside_failure(error)
@@ -806,7 +773,7 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         hooked = isinstance(self.runtime, vsh.HookedRuntime)
         since_ns = time.time_ns()
         check = self._host_check(since_ns)
-        call = _CURRENT_CALL.get()
+        call = CURRENT_CALL.get()
         expected: list[VshResult] = []
 
         def before_commit(preview: vsh.Receipt) -> None:
@@ -1056,259 +1023,6 @@ class VshToolset(FileTools, FunctionToolset[Any]):
             "program if you need a different outcome."
         )
 
-    # -- deferred approval --------------------------------------------------------------
-
-    async def _defer(
-        self,
-        result: VshResult,
-        call: _Call | None,
-        program: tuple[str, str, Literal["monty", "bash"]] | None = None,
-        evidence: Evidence | None = None,
-    ) -> None:
-        """Bind the tool call to the pending transaction durably, then ask for approval.
-
-        Outside an agent run (a direct method call, no tool call id) the pending result
-        is simply returned, as in feedback mode. A call is bound once: ``save`` keeps an
-        existing binding of the same call (id and arguments).
-        """
-        if call is None or call.ctx.tool_call_id is None or self.store is None:
-            return
-        assert result.transaction is not None
-        harvest = None
-        if program is not None:
-            code, intent, language = program
-            harvest = harvest_capture(
-                tool=call.name,
-                program=code,
-                intent=intent,
-                language=language,
-                evidence=evidence,
-                verdict=result.verdict,
-            )
-        metadata = result.approver_view()
-        metadata["requested_unix_ms"] = now_ms()
-        binding = self.store.save(
-            tool_call_id=call.ctx.tool_call_id,
-            tool_name=call.name,
-            digest=args_digest(call.name, call.args),
-            transaction=result.transaction,
-            changes=tuple(ChangedPath(path=c["path"], kind=c["kind"]) for c in metadata["changes"])[
-                :MAX_CHANGES
-            ],
-            changes_omitted=result.changes_omitted,
-            risk_flags=result.risk_flags,
-            metadata=metadata,
-            harvest=harvest,
-            on_commit=self._committed_views.pop(result.transaction, None),
-        )
-        raise ApprovalRequired(metadata=binding.metadata)
-
-    async def _replay(self, binding: ApprovalBinding) -> VshResult:
-        """The same call (id and arguments) again, e.g. a durable engine re-running a turn:
-        never run or bind it again; report the bound transaction's state."""
-        binding = await self._settle(binding)
-        if binding.end_state == "pending":
-            raise ApprovalRequired(metadata=binding.metadata)
-        return self._ended(binding)
-
-    async def _settle(self, binding: ApprovalBinding) -> ApprovalBinding:
-        """Bring a pending binding's recorded end state in line with VSH and the TTL."""
-        if binding.end_state != "pending" or self.store is None:
-            return binding
-        state = await self.driver.state(binding.transaction)
-        ended: dict[str, EndState] = {
-            "committed": "committed",
-            "rejected": "rejected",
-            "stale": "stale",
-            "expired": "expired",
-            "denied": "denied",
-            "failed": "failed",
-        }
-        if state in ended:
-            return self.store.finish(binding, ended[state])
-        if now_ms() - binding.created_unix_ms > self.approval_ttl * 1000:
-            await self._release(binding.transaction, "approval request expired")
-            return self.store.finish(
-                binding,
-                "expired",
-                f"The approval request expired (older than approval_ttl={self.approval_ttl:g}s).",
-            )
-        return binding
-
-    def _ended(self, binding: ApprovalBinding) -> VshResult:
-        state: ToolState
-        notes: dict[str, tuple[ToolState, str | None]] = {
-            "committed": ("committed", None),
-            "denied": (
-                "rejected",
-                "A person denied this change; it will never be committed. Do not resubmit it "
-                "unchanged.",
-            ),
-            "rejected": ("rejected", "The change was rejected; it will never be committed."),
-            "expired": (
-                "stale",
-                "The approval request expired, so nothing was committed; submit the change "
-                "again if it is still wanted.",
-            ),
-            "stale": ("stale", "The workspace changed before approval; nothing was committed."),
-            "failed": ("failed", "The approved commit failed; nothing was committed."),
-        }
-        state, note = notes.get(binding.end_state, ("failed", "Unknown approval state."))
-        result = build_result(
-            state,
-            receipt=None,
-            limits=self.limits,
-            changes=binding.changes,
-            changes_omitted=binding.changes_omitted,
-            transaction=binding.transaction,
-            feedback=binding.end_note or note,
-        )
-        return result
-
-    async def _release(self, transaction: str, reason: str) -> None:
-        """Move a pending transaction to VSH's terminal ``rejected`` where VSH allows."""
-        with contextlib.suppress(vsh.VshRuntimeError):
-            await self.driver.release(transaction, reason)
-
-    async def _record_denials(
-        self, ctx: RunContext[Any], tools: dict[str, ToolsetTool[Any]]
-    ) -> None:
-        """Record ToolDenied answers durably: a denied call is never committed later."""
-        assert self.store is not None
-        calls: dict[str, ToolCallPart] = {}
-        denied: list[str] = []
-        denied_parts: dict[str, ToolReturnPart] = {}
-        for message in ctx.messages:
-            if isinstance(message, ModelResponse):
-                for part in message.parts:
-                    if isinstance(part, ToolCallPart):
-                        calls[part.tool_call_id] = part
-            elif isinstance(message, ModelRequest):
-                for request_part in message.parts:
-                    if (
-                        isinstance(request_part, ToolReturnPart)
-                        and request_part.outcome == "denied"
-                    ):
-                        denied.append(request_part.tool_call_id)
-                        denied_parts[request_part.tool_call_id] = request_part
-        for call_id in denied:
-            call = calls.get(call_id)
-            tool = tools.get(call.tool_name) if call is not None else None
-            if call is None or tool is None:
-                continue
-            try:
-                validated = tool.args_validator.validate_python(call.args_as_dict())
-                binding = self.store.load(call_id, args_digest(call.tool_name, validated))
-            except (VshApprovalError, ValueError):
-                continue
-            if binding is None or binding.end_state != "pending":
-                continue
-            self.store.finish(binding, "denied", message=_denial_message(denied_parts.get(call_id)))
-            await self._release(binding.transaction, "denied by the approver")
-
-    async def _resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
-        call_id = binding.tool_call_id
-        metadata = ctx.tool_call_metadata
-        principal = metadata.get("principal") if isinstance(metadata, dict) else None
-        if not isinstance(principal, str) or not principal.strip():
-            raise VshApprovalError(
-                f"approving tool call {call_id!r} needs a principal: pass "
-                f"DeferredToolResults(metadata={{{call_id!r}: {{'principal': 'name'}}}})"
-            )
-        transaction = binding.transaction
-        with _span("vsh-ai approve", tool=name, transaction=transaction) as span:
-            binding = await self._settle(binding)
-            if binding.end_state != "pending":
-                result = self._ended(binding)
-            else:
-                result = await self._approve_and_commit(binding, principal)
-            span.set_attributes(_span_attributes(result))
-        return result
-
-    def _committed_view(self, binding: ApprovalBinding) -> VshResult:
-        """What an approved, committed resume of ``binding`` returns (replays included)."""
-        if binding.on_commit is not None and binding.on_commit.state == "committed":
-            return binding.on_commit
-        return build_result(
-            "committed",
-            receipt=None,
-            limits=self.limits,
-            changes=binding.changes,
-            changes_omitted=binding.changes_omitted,
-            transaction=binding.transaction,
-        )
-
-    async def _approve_and_commit(self, binding: ApprovalBinding, principal: str) -> VshResult:
-        assert self.store is not None
-        transaction = binding.transaction
-        if self.quarantine is not None:
-            return self._quarantined()
-        expected = self._committed_view(binding)
-        prepare = partial(self._journal_prepare, _CURRENT_CALL.get(), transaction, expected)
-        try:
-            expected = await anyio.to_thread.run_sync(prepare)
-        except JournalUnavailable as error:  # the approval stays pending: nothing is lost
-            return self._failed(f"{error}; nothing was committed.", retry=False)
-        try:
-            final = await self.driver.approve_and_commit(
-                transaction, principal, int(self.approval_ttl * 1000)
-            )
-        except vsh.VshStaleError as error:
-            note = (
-                f"{bound_text(str(error), self.limits.error)}. VSH revalidates every path the "
-                "transaction depends on, including the folder that holds a new file: another "
-                "change committed in the same folder (e.g. approving many new files in one "
-                "folder at once) makes this one stale. Approve such changes one at a time, or "
-                "have the agent make them in one program."
-            )
-            return self._ended(self.store.finish(binding, "stale", note, principal))
-        except vsh.VshRecoveryError as error:
-            self._quarantine_now(error)
-            return self._quarantined()
-        except vsh.VshStateError as error:
-            if "policy changed" in str(error):
-                note = (
-                    "This approval was requested under a different VSH policy profile than the "
-                    "one this toolset runs with; nothing was committed. Submit the change again."
-                )
-                await self._release(transaction, "policy changed")
-                return self._ended(self.store.finish(binding, "stale", note))
-            state = await self._final_state(transaction)
-            if state == "committed":  # another resume (thread or process) committed it
-                return self._ended(self.store.finish(binding, "committed", "", principal))
-            return self._stale(
-                f"Another approval of this call is being applied (VSH state {state}); nothing "
-                "more was committed by this one. Check the result of the other approval.",
-                transaction,
-            )
-        except vsh.VshRuntimeError as error:
-            if _is_recovery(error):
-                self._quarantine_now(error)
-                return self._quarantined()
-            failed = self._outside_failure(error)
-            self.store.finish(binding, "failed", failed.feedback or "")
-            return failed
-        if final.state != "committed":
-            return self._failed(
-                f"approved commit ended in state {final.state!r}",
-                retry=False,
-                transaction=transaction,
-            )
-        self.store.finish(binding, "committed", "", principal)
-        return expected
-
-    async def _final_state(self, transaction: str, wait: float = 5.0) -> str:
-        """VSH's state of ``transaction`` once no other process is mid-commit (bounded wait)."""
-        deadline = time.monotonic() + wait
-        state = await self.driver.state(transaction)
-        while (
-            state in ("approved", "pending_approval", "revalidating")
-            and time.monotonic() < deadline
-        ):
-            await anyio.sleep(0.05)
-            state = await self.driver.state(transaction)
-        return state
-
     # -- the tools ----------------------------------------------------------------------
 
     def _register(self, selected: Sequence[str]) -> None:
@@ -1318,48 +1032,6 @@ class VshToolset(FileTools, FunctionToolset[Any]):
         if run is not None:
             languages = ["monty", "bash"] if self.bash_enabled else ["monty"]
             run.function_schema.json_schema["properties"]["language"]["enum"] = languages
-
-
-class _NoSpan:
-    def __enter__(self) -> _NoSpan:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        return None
-
-    def set_attributes(self, attributes: dict[str, Any]) -> None:
-        return None
-
-
-def _span(name: str, **attributes: Any) -> Any:
-    """A Logfire span; nothing at all when Logfire is unconfigured (it would drop the span).
-
-    Skipping it saves its cost on every transaction; if Logfire's internals change, the
-    ``getattr`` default keeps spans on.
-    """
-    if not getattr(logfire.DEFAULT_LOGFIRE_INSTANCE.config, "_initialized", True):
-        return _NoSpan()
-    return logfire.span(name, **attributes)
-
-
-def _span_attributes(result: VshResult) -> dict[str, Any]:
-    """Ids, state and counts only: never contents, intent or guest output."""
-    attributes: dict[str, Any] = {
-        "transaction": result.transaction or "",
-        "state": result.state,
-        "changed_paths": len(result.changes),
-    }
-    if result.verdict is not None:
-        attributes["verdict"] = result.verdict.decision
-        attributes["decided_by"] = result.verdict.judge
-    if result.deny_reason:
-        attributes["deny_reason"] = safe_deny_reason(result.deny_reason)
-    if result.verdict is not None and result.verdict.failure:
-        attributes["failure"] = result.verdict.failure
-    return attributes
 
 
 class ToolsetOptions(TypedDict, total=False):
@@ -1466,23 +1138,12 @@ def _decided_state(preview_state: str, verdict: str, *, read_only: bool) -> Tool
     return "read" if read_only else "committed"
 
 
-def _denial_message(part: ToolReturnPart | None) -> str:
-    """The approver's denial message as recorded for harvest ("" when none was given)."""
-    if part is None or not isinstance(part.content, str):
-        return ""
-    return part.content[:2000]
-
-
 def _language_name(language: vsh.Language) -> Literal["monty", "bash"]:
     return "bash" if language == vsh.Language.BASH else "monty"
 
 
 _QUARANTINED: dict[str, str] = {}
 """Workspaces (lock keys) this process stopped committing on after a recovery error."""
-
-
-def _is_recovery(error: BaseException) -> bool:
-    return isinstance(error, vsh.VshRecoveryError) or "recovery" in str(error).lower()
 
 
 def _error_kind(error: BaseException) -> str:

@@ -19,18 +19,33 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_ai import RunContext
 
 from ._results import VshResult
 from ._toolset_approvals import VshApprovalError, load_signing_key, write_atomically
 from ._toolset_runtime import now_ms
 
-__all__ = ("CommitJournal", "JournalEntry", "JournalUnavailable", "Phase", "RecordedDecision")
+__all__ = (
+    "CURRENT_CALL",
+    "CallKey",
+    "CommitJournal",
+    "CurrentCall",
+    "JournalEntry",
+    "JournalUnavailable",
+    "Phase",
+    "RecordedDecision",
+    "default_call_key",
+)
 
 Phase = Literal["prepared", "done"]
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
@@ -193,3 +208,40 @@ class CommitJournal:
         if entry.key != key or entry.args_digest != digest:
             raise VshApprovalError(f"{path}: journal record belongs to another tool call")
         return entry
+
+
+CallKey = Callable[[RunContext[Any]], str | None]
+"""How a tool call is named in the commit journal: the same key on a replay means "this
+call again". None means the call is not journaled."""
+
+
+def default_call_key(ctx: RunContext[Any]) -> str | None:
+    """The run id, the run step and the tool call id: stable when a durable engine replays
+    a run (under ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
+
+    The step tells apart two calls of one run whose model reused an id (some models say
+    ``call_0`` every turn): without it the second, identical call would get the first's
+    result and do nothing. Encoded as JSON, never joined with a separator: the call id
+    comes from the model, and ``"a" + ":b:c"`` must not name the call ``"a:b" + ":c"``
+    (another run's recorded result would be returned).
+    """
+    if ctx.run_id is None or ctx.tool_call_id is None:
+        return None
+    return json.dumps([ctx.run_id, ctx.run_step, ctx.tool_call_id])
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentCall:
+    """The tool call being handled (a context variable: the hook and the native worker
+    find the call they serve)."""
+
+    name: str
+    args: dict[str, Any]
+    ctx: RunContext[Any]
+    key: str | None = None
+    digest: str = ""
+    entry: JournalEntry | None = None
+    """The journal record an earlier attempt of this call left (a replay), if any."""
+
+
+CURRENT_CALL: ContextVar[CurrentCall | None] = ContextVar("vsh_ai_current_call", default=None)

@@ -20,7 +20,15 @@ import vsh
 from vsh._async import native_call
 from vsh._native import _Cancellation
 
-__all__ = ("BeforeResolve", "HookHandler", "HostChanged", "HostCheck", "WorkspaceDriver", "now_ms")
+__all__ = (
+    "BeforeResolve",
+    "HookHandler",
+    "HostChanged",
+    "HostCheck",
+    "WorkspaceDriver",
+    "is_recovery",
+    "now_ms",
+)
 
 HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
 BeforeResolve = Callable[[vsh.RequestEvent | None, vsh.HookDecision], Awaitable[None]]
@@ -42,6 +50,11 @@ def _workspace_lock(key: str) -> threading.Lock:
     """The process-wide lock for one workspace (keyed by its resolved path)."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
+
+
+def is_recovery(error: BaseException) -> bool:
+    """Whether a VSH error says its crash recovery could not prove the host state."""
+    return isinstance(error, vsh.VshRecoveryError) or "recovery" in str(error).lower()
 
 
 def now_ms() -> int:
