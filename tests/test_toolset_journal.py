@@ -51,6 +51,18 @@ class Crash(BaseException):
     """Stands in for the process dying at that point (the subprocess matrix uses os._exit)."""
 
 
+def crash_after_prepare(toolset: VshToolset) -> None:
+    """The process "dies" right after the journal's durable record, before the commit."""
+    assert toolset.journal is not None
+    original = toolset.journal.prepare
+
+    def prepare_then_crash(**kwargs: Any) -> Any:
+        original(**kwargs)
+        raise Crash
+
+    toolset.journal.prepare = prepare_then_crash  # type: ignore[method-assign]
+
+
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
@@ -132,15 +144,7 @@ async def test_a_prepared_record_whose_commit_never_happened_runs_again(tmp_path
     call runs again and commits once."""
     root = workspace(tmp_path)
     toolset = VshToolset(root)
-    assert toolset.journal is not None
-
-    original = toolset.journal.prepare
-
-    def prepare_then_crash(**kwargs: Any) -> Any:
-        original(**kwargs)
-        raise Crash
-
-    toolset.journal.prepare = prepare_then_crash  # type: ignore[method-assign]
+    crash_after_prepare(toolset)
     model, _ = scripted(APPEND)
     with pytest.raises(Crash):
         await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
@@ -358,14 +362,7 @@ async def test_a_recorded_decision_is_reused_only_by_the_judge_that_made_it(
     root = workspace(tmp_path)
     first = CountingJudge("approve")
     toolset = VshToolset(root, judge=first)
-    assert toolset.journal is not None
-    original = toolset.journal.prepare
-
-    def prepare_then_crash(**kwargs: Any) -> Any:
-        original(**kwargs)
-        raise Crash
-
-    toolset.journal.prepare = prepare_then_crash  # type: ignore[method-assign]
+    crash_after_prepare(toolset)
     model, _ = scripted(APPEND)
     with pytest.raises(Crash):
         await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")

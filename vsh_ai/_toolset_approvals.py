@@ -40,6 +40,7 @@ __all__ = (
     "ApprovalStore",
     "EndState",
     "HarvestCapture",
+    "SignedRecords",
     "VshApprovalError",
     "approval_key_path",
     "args_digest",
@@ -175,8 +176,8 @@ class ApprovalBinding(BaseModel):
         return self.model_dump_json(exclude={"mac", *defaults}).encode()
 
 
-class ApprovalStore:
-    """Signed, atomic JSON files under ``directory``; safe to share between processes."""
+class SignedRecords:
+    """A folder of JSON records signed with the key from :func:`load_signing_key`."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -188,9 +189,15 @@ class ApprovalStore:
             self._key = load_signing_key()
         return self._key
 
+    def mac(self, payload: bytes) -> str:
+        return hmac.new(self.key, payload, hashlib.sha256).hexdigest()
+
+
+class ApprovalStore(SignedRecords):
+    """Signed, atomic JSON files under ``directory``; safe to share between processes."""
+
     def _sign(self, binding: ApprovalBinding) -> ApprovalBinding:
-        mac = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
-        return binding.model_copy(update={"mac": mac})
+        return binding.model_copy(update={"mac": self.mac(binding.signed_payload())})
 
     @staticmethod
     def _prefix(tool_call_id: str) -> str:
@@ -295,7 +302,7 @@ class ApprovalStore:
                 f"{path}: approval binding is corrupt ({error.error_count()} errors); "
                 "deny this tool call and let the agent submit the change again"
             ) from None
-        expected = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
+        expected = self.mac(binding.signed_payload())
         if not hmac.compare_digest(expected, binding.mac):
             raise VshApprovalError(
                 f"{path}: approval binding was modified outside vsh-ai (signature mismatch); "
@@ -317,7 +324,7 @@ class ApprovalStore:
             except ValidationError:
                 yield path, None, "corrupt record"
                 continue
-            expected = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
+            expected = self.mac(binding.signed_payload())
             if hmac.compare_digest(expected, binding.mac):
                 yield path, binding, ""
             else:
@@ -330,7 +337,7 @@ class ApprovalStore:
                 binding = ApprovalBinding.model_validate_json(path.read_text())
             except (OSError, ValidationError):
                 continue
-            expected = hmac.new(self.key, binding.signed_payload(), hashlib.sha256).hexdigest()
+            expected = self.mac(binding.signed_payload())
             if hmac.compare_digest(expected, binding.mac):
                 yield binding
 

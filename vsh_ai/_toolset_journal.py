@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai import RunContext
 
 from ._results import VshResult
-from ._toolset_approvals import VshApprovalError, load_signing_key, write_atomically
+from ._toolset_approvals import SignedRecords, VshApprovalError, write_atomically
 from ._toolset_runtime import now_ms
 
 __all__ = (
@@ -80,25 +80,15 @@ class JournalEntry(BaseModel):
         return self.model_dump_json(exclude={"mac"}).encode()
 
 
-class CommitJournal:
+class CommitJournal(SignedRecords):
     """Signed, atomic JSON records under ``directory``, one per (call key, arguments)."""
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self._key: bytes | None = None
-
-    @property
-    def key(self) -> bytes:
-        if self._key is None:
-            self._key = load_signing_key()
-        return self._key
 
     def path_for(self, key: str, digest: str) -> Path:
         name = hashlib.sha256(key.encode()).hexdigest()
         return self.directory / f"{name}.{digest[:32]}.json"
 
     def _mac(self, entry: JournalEntry) -> str:
-        return hmac.new(self.key, entry.signed_payload(), hashlib.sha256).hexdigest()
+        return self.mac(entry.signed_payload())
 
     def _write(self, entry: JournalEntry, *, durable: bool) -> JournalEntry:
         entry = entry.model_copy(update={"mac": self._mac(entry)})
