@@ -38,7 +38,20 @@ from pydantic_ai.models.function import FunctionModel
 from vsh_ai import VshToolset
 from vsh_ai.dbos import dbos_config
 
-folder, jobs, journal = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+folder, jobs = Path(sys.argv[1]), int(sys.argv[2])
+journal, judged = sys.argv[3] == "1", sys.argv[4] == "1"
+
+
+class CountingJudge:
+    # Approves, and counts its calls in a file (across processes).
+
+    id = "soak-judge"
+
+    async def review(self, evidence):
+        from vsh_ai import Verdict
+        with open(folder / "judge-calls", "a") as handle:
+            handle.write("x")
+        return Verdict(decision="approve", reason="ok", judge=self.id)
 
 def respond(messages, info):
     prompt = messages[0].parts[-1].content
@@ -49,7 +62,8 @@ def respond(messages, info):
     return ModelResponse(parts=[TextPart(json.dumps([ret.content.state, ret.content.transaction]))])
 
 agent = Agent(FunctionModel(respond), name="soak", capabilities=[DBOSDurability()],
-              toolsets=[VshToolset(folder / "ws", journal=journal)])
+              toolsets=[VshToolset(folder / "ws", journal=journal,
+                                   judge=CountingJudge() if judged else None)])
 
 @DBOS.workflow()
 async def job(i: int) -> str:
@@ -71,7 +85,9 @@ os._exit(0)
 """
 
 
-def run(jobs: int, journal: bool, seed: int, max_delay_s: float) -> dict[str, object]:
+def run(
+    jobs: int, journal: bool, seed: int, max_delay_s: float, judged: bool = False
+) -> dict[str, object]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -84,7 +100,14 @@ def run(jobs: int, journal: bool, seed: int, max_delay_s: float) -> dict[str, ob
         while True:
             children += 1
             child = subprocess.Popen(
-                [sys.executable, str(script), str(folder), str(jobs), "1" if journal else "0"],
+                [
+                    sys.executable,
+                    str(script),
+                    str(folder),
+                    str(jobs),
+                    "1" if journal else "0",
+                    "1" if judged else "0",
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env={**os.environ, "LOGFIRE_IGNORE_NO_CONFIG": "1"},
@@ -105,11 +128,15 @@ def run(jobs: int, journal: bool, seed: int, max_delay_s: float) -> dict[str, ob
         elapsed = time.monotonic() - started
         lines = (folder / "ws" / "log.txt").read_text().splitlines()
         outputs = _outputs(folder, jobs)
+        calls = folder / "judge-calls"
+        judge_calls = len(calls.read_text()) if calls.exists() else 0
     counts = collections.Counter(lines)
     expected = [f"job {i}" for i in range(jobs)]
     return {
         "jobs": jobs,
         "journal": journal,
+        "judged": judged,
+        "judge_calls": judge_calls,
         "children": children,
         "kills": kills,
         "seconds": round(elapsed, 1),
@@ -142,9 +169,10 @@ def main() -> None:
     parser.add_argument("jobs", type=int, nargs="?", default=40)
     parser.add_argument("--no-journal", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--judged", action="store_true", help="a judge approves each change")
     parser.add_argument("--max-delay", type=float, default=3.0, help="seconds before a kill")
     args = parser.parse_args()
-    result = run(args.jobs, not args.no_journal, args.seed, args.max_delay)
+    result = run(args.jobs, not args.no_journal, args.seed, args.max_delay, args.judged)
     print(json.dumps(result, indent=2))
 
 
