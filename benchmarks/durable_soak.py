@@ -20,6 +20,7 @@ import collections
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,8 +90,8 @@ def run(
     jobs: int, journal: bool, seed: int, max_delay_s: float, judged: bool = False
 ) -> dict[str, object]:
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+    folder = Path(tempfile.mkdtemp(prefix="vsh-ai-soak-"))
+    if True:  # kept when a child fails, for a post-mortem
         (folder / "ws").mkdir()
         (folder / "ws" / "log.txt").write_text("")
         script = folder / "child.py"
@@ -123,13 +124,16 @@ def run(
                 continue
             if child.returncode != 0:
                 error = child.stderr.read().decode()[-2000:] if child.stderr else ""
-                raise SystemExit(f"child failed ({child.returncode}):\n{error}")
+                raise SystemExit(
+                    f"child failed ({child.returncode}); state kept in {folder}:\n{error}"
+                )
             break
         elapsed = time.monotonic() - started
         lines = (folder / "ws" / "log.txt").read_text().splitlines()
         outputs = _outputs(folder, jobs)
         calls = folder / "judge-calls"
         judge_calls = len(calls.read_text()) if calls.exists() else 0
+    shutil.rmtree(folder)
     counts = collections.Counter(lines)
     expected = [f"job {i}" for i in range(jobs)]
     return {

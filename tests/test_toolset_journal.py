@@ -513,3 +513,38 @@ async def test_a_model_that_reuses_a_call_id_across_turns_still_gets_two_calls(
     assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\n"
     assert [dump(r)["state"] for r in seen] == ["committed", "committed"]
     assert dump(seen[0])["transaction"] != dump(seen[1])["transaction"]
+
+
+async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL right after VSH 0.6.0 creates a transaction folder (before its commit plan
+    exists) leaves a workspace ``Runtime.open`` refuses for good ("open durable commit
+    plan: No such file or directory"; found by benchmarks/durable_soak.py and reproduced by
+    killing a large commit ~30 ms in). The same folder state is made here directly: the
+    toolset must still build (a durable worker imports it at startup), commit nothing,
+    and say how to recover."""
+    import vsh
+
+    import vsh_ai._toolset as toolset_module
+
+    root = workspace(tmp_path)
+    vsh.Runtime.open(root).run(
+        vsh.RunRequest("vsh_read('/workspace/log.txt')", intent="warm up", mode=vsh.RunMode.AUTO)
+    )
+    (root / ".vsh-runtime" / "transactions" / ("ab" * 32)).mkdir(parents=True)
+    with pytest.raises(vsh.VshRuntimeError, match="durable commit plan"):
+        vsh.Runtime.open(root)
+    try:
+        toolset = VshToolset(root)
+        assert toolset.quarantine is not None
+        model, seen = scripted(APPEND)
+        await Agent(model, toolsets=[toolset]).run("append", run_id="r")
+        feedback = dump(seen[0])["feedback"]
+        assert dump(seen[0])["state"] == "failed"
+        assert ".vsh-runtime/transactions/" in feedback
+        assert "move that folder out" in feedback
+        assert (root / "log.txt").read_text() == "line 1\n"
+        assert (root / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json").exists()
+    finally:
+        toolset_module._QUARANTINED.clear()

@@ -449,6 +449,17 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             "(vsh.Runtime.recover() reports what startup recovery did); "
             f"{lift} and open the workspace again."
         )
+        if "durable commit plan" in str(error):
+            message = (
+                f"VSH could not open {where} ({_error_kind(error)}): a commit was interrupted "
+                "(the process was killed) just after VSH created its transaction folder, or "
+                "while VSH was cleaning it up after the commit, and VSH 0.6.0 cannot recover "
+                "from either. vsh-ai stopped committing there. Host files hold either the old "
+                "or the new version of each file (the folder's stage/ slot has the new "
+                "versions, quarantine/ the old ones). To recover: check the files the folder "
+                f"names under {where}/.vsh-runtime/transactions/, move that folder out of "
+                f".vsh-runtime, {lift} and open the workspace again."
+            )
         self.quarantine = message
         key = getattr(self, "lock_key", None) or str(self.workspace)
         _QUARANTINED[key] = message
@@ -515,8 +526,8 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
                 return self._failed(str(error), retry=False)
             except JournalUnavailable as error:
                 return self._failed(f"{error}; nothing was run or committed.", retry=False)
-        call = CurrentCall(name, tool_args, ctx, key, digest, entry)
-        result = await self._settle_entry(entry) if entry is not None else None
+        result, attempt = await self._settle_entry(entry) if entry is not None else (None, 0)
+        call = CurrentCall(name, tool_args, ctx, key, digest, entry, attempt)
         if result is not None:  # a replay answered from the journal: say so in traces
             with open_span("vsh-ai replay", tool=name) as span:
                 span.set_attributes(span_attributes(result))
@@ -555,43 +566,46 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
 
     # -- the commit journal (exactly-once under replay) ----------------------------------
 
-    async def _settle_entry(self, entry: JournalEntry) -> VshResult | None:
-        """The result of a call the journal has seen before, or None to run it (again).
+    async def _settle_entry(self, entry: JournalEntry) -> tuple[VshResult | None, int]:
+        """The result of a call the journal has seen before, or None to run it (again),
+        with the attempt number the run must use.
 
         A finished call returns its recorded result. A call recorded only as prepared
         asks VSH's durable state: committed means the recorded result (never a second
-        run); rejected, or pending in feedback mode, likewise; anything else means the
-        commit never happened, so the call runs again.
+        run); rejected, or pending in feedback mode, likewise. Anything else means the
+        commit never happened, so the call runs again; when VSH recovery rolled back an
+        interrupted commit (state ``failed``), the re-run is a new attempt, since VSH
+        never reuses a failed transaction.
         """
         if entry.phase == "done":
-            return entry.result
+            return entry.result, 0
         expected = entry.expected
         if entry.transaction is None or expected is None:
-            return None
+            return None, entry.attempt
         try:
             state = await self.driver.state(entry.transaction)
         except vsh.VshRuntimeError:  # unknown here: an auto preview dies with its process
-            return None
-        settled: VshResult | None = None
+            return None, entry.attempt
         if state == "committed":
-            settled = (
-                expected
-                if expected.state in ("committed", "read")
-                else build_result(
-                    "committed",
-                    receipt=None,
-                    limits=self.limits,
-                    transaction=entry.transaction,
-                    feedback="This change was committed by a later approval.",
-                )
+            if expected.state in ("committed", "read"):
+                return expected, 0
+            committed = build_result(
+                "committed",
+                receipt=None,
+                limits=self.limits,
+                transaction=entry.transaction,
+                feedback="This change was committed by a later approval.",
             )
-        elif (state == "rejected" and expected.state == "rejected") or (
+            return committed, 0
+        if (state == "rejected" and expected.state == "rejected") or (
             state == "pending_approval"
             and expected.state == "pending"
             and self.approval == "feedback"
         ):
-            settled = expected
-        return settled
+            return expected, 0
+        if state == "failed":
+            return None, entry.attempt + 1
+        return None, entry.attempt
 
     async def _journal_done(self, call: CurrentCall, result: VshResult) -> None:
         if call.key is None or self.journal is None or self.quarantine is not None:
@@ -641,6 +655,7 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             decision=_recorded(recorded),
             decision_reason=(decision.reason or "") if decision is not None else "",
             hook_id=hook_id,
+            attempt=call.attempt,
         )
         return expected
 
@@ -656,6 +671,12 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
         if self.quarantine is not None:
             return self._quarantined()
         call = CURRENT_CALL.get()
+        if call is not None and call.attempt:
+            # The same program and intent would name the rolled-back transaction again.
+            intent = (
+                f"{intent} [re-run {call.attempt} by vsh-ai: an earlier attempt's commit was "
+                "interrupted by a crash and rolled back]"
+            )
         request = vsh.RunRequest(
             code,
             language=language,

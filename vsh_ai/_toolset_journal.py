@@ -71,6 +71,9 @@ class JournalEntry(BaseModel):
     decision_reason: str = ""
     hook_id: str = ""
     """The hook (judge definition digest) that decided: a changed judge decides anew."""
+    attempt: int = 0
+    """How many times the call was re-run after a commit a crash interrupted (VSH rolls
+    such a commit back and will not reuse its transaction)."""
     expected: VshResult | None = None
     result: VshResult | None = None
     created_unix_ms: int
@@ -112,6 +115,7 @@ class CommitJournal(SignedRecords):
         decision: RecordedDecision | None = None,
         decision_reason: str = "",
         hook_id: str = "",
+        attempt: int = 0,
     ) -> JournalEntry:
         """Record, durably, what is about to be committed and what the agent will see."""
         entry = JournalEntry(
@@ -123,6 +127,7 @@ class CommitJournal(SignedRecords):
             decision=decision,
             decision_reason=decision_reason,
             hook_id=hook_id,
+            attempt=attempt,
             expected=expected,
             created_unix_ms=now_ms(),
         )
@@ -232,6 +237,8 @@ class CurrentCall:
     digest: str = ""
     entry: JournalEntry | None = None
     """The journal record an earlier attempt of this call left (a replay), if any."""
+    attempt: int = 0
+    """Above 0: a re-run after a commit a crash interrupted (and VSH rolled back)."""
 
 
 CURRENT_CALL: ContextVar[CurrentCall | None] = ContextVar("vsh_ai_current_call", default=None)
