@@ -145,6 +145,14 @@ class DeferredApprovals:
             "denied": "denied",
             "failed": "failed",
         }
+        if state == "failed":
+            return self.store.finish(
+                binding,
+                "failed",
+                "The approved commit did not complete (VSH rolled it back, e.g. because the "
+                "process stopped during the commit); nothing was committed. Submit the change "
+                "again if it is still wanted.",
+            )
         if state in ended:
             return self.store.finish(binding, ended[state])
         if now_ms() - binding.created_unix_ms > self.approval_ttl * 1000:
