@@ -226,6 +226,7 @@ async def test_a_forged_decision_cannot_approve_a_transaction(tmp_path: Path) ->
     assert entry is not None
     forged = CommitJournal(toolset.journal.directory)
     forged._key = b"attacker" * 4
+    record.unlink()  # the attacker replaces the record with one signed by another key
     forged.prepare(
         key=entry.key,
         tool_name=entry.tool_name,
@@ -548,3 +549,52 @@ async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_c
         assert (root / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json").exists()
     finally:
         toolset_module._QUARANTINED.clear()
+
+
+OTHER_WORKER = r"""
+import asyncio, sys
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from vsh_ai import VshToolset
+
+call = ToolCallPart("vsh_write", {"path": "/workspace/log.txt", "content": "line 2\n",
+                    "append": True}, tool_call_id="append-1")
+
+def respond(messages, info):
+    done = sum(isinstance(m, ModelResponse) for m in messages)
+    return ModelResponse(parts=[call] if done == 0 else [TextPart("done")])
+
+asyncio.run(Agent(FunctionModel(respond), toolsets=[VshToolset(sys.argv[1])]).run(
+    "append", run_id="run-1"))
+"""
+
+
+async def test_a_stalled_worker_never_commits_a_call_another_worker_finished(
+    tmp_path: Path,
+) -> None:
+    """A durable engine gives a stalled worker's call to another worker, which commits
+    and records it; when the first one wakes up it must report that result, not commit."""
+    import subprocess
+    import sys
+
+    root = workspace(tmp_path)
+    script = tmp_path / "other.py"
+    script.write_text(OTHER_WORKER)
+    toolset = VshToolset(root)
+    assert toolset.journal is not None
+    original = toolset.journal.prepare
+
+    def stall_then_prepare(**kwargs: Any) -> Any:
+        # While this worker is stalled, the other one runs the same call to the end.
+        subprocess.run([sys.executable, str(script), str(root)], check=True, timeout=120)
+        return original(**kwargs)
+
+    toolset.journal.prepare = stall_then_prepare  # type: ignore[method-assign]
+    model, seen = scripted(APPEND)
+    await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    replay, replay_seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert dump(seen[0])["state"] == "committed"
+    assert dump(seen[0]) == dump(replay_seen[0])  # the other worker's recorded result

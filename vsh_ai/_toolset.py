@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import json
 import math
@@ -45,6 +44,7 @@ from ._toolset_deferred import DeferredApprovals
 from ._toolset_guest import guest_text
 from ._toolset_journal import (
     CURRENT_CALL,
+    AlreadyDone,
     CallKey,
     CommitJournal,
     CurrentCall,
@@ -538,7 +538,7 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             finally:
                 CURRENT_CALL.reset(token)
         if isinstance(result, VshResult) and (entry is None or entry.phase != "done"):
-            await self._journal_done(call, result)
+            result = await self._journal_done(call, result)
         return result
 
     async def _call(self, call: CurrentCall, tool: ToolsetTool[Any]) -> Any:
@@ -607,9 +607,11 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             return None, entry.attempt + 1
         return None, entry.attempt
 
-    async def _journal_done(self, call: CurrentCall, result: VshResult) -> None:
+    async def _journal_done(self, call: CurrentCall, result: VshResult) -> VshResult:
+        """Record the call's result; returns the recorded one (a result another process
+        recorded first wins, so every attempt of one call reports the same thing)."""
         if call.key is None or self.journal is None or self.quarantine is not None:
-            return
+            return result
         finish = partial(
             self.journal.finish,
             key=call.key,
@@ -619,8 +621,11 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
         )
         # Not recording the outcome costs only a look at VSH's state on a replay (the
         # prepared record stays): the result the agent gets stays true.
-        with contextlib.suppress(JournalUnavailable):
-            await anyio.to_thread.run_sync(finish)
+        try:
+            recorded = await anyio.to_thread.run_sync(finish)
+        except JournalUnavailable:
+            return result
+        return recorded.result or result
 
     def _journal_prepare(
         self,
@@ -736,6 +741,8 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             return self._stale(f"Nothing was committed: {error}. Re-read and submit again.")
         except JournalUnavailable as error:
             return self._failed(f"{error}; nothing was committed.", retry=False)
+        except AlreadyDone as done:  # finished by another process: its result, no commit
+            return done.entry.result or self._failed("no recorded result", retry=False)
         except vsh.VshStaleError as error:
             return self._stale(bound_text(str(error), self.limits.error))
         except (vsh.VshStateError, vsh.VshExecutionError):

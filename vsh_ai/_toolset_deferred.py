@@ -37,7 +37,7 @@ from ._toolset_approvals import (
     args_digest,
     harvest_capture,
 )
-from ._toolset_journal import CURRENT_CALL, CurrentCall, JournalUnavailable
+from ._toolset_journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
 from ._toolset_runtime import WorkspaceDriver, is_recovery, now_ms
 from ._toolset_spans import open_span, span_attributes
 
@@ -278,6 +278,8 @@ class DeferredApprovals:
             expected = await anyio.to_thread.run_sync(prepare)
         except JournalUnavailable as error:  # the approval stays pending: nothing is lost
             return self._failed(f"{error}; nothing was committed.", retry=False)
+        except AlreadyDone as done:  # another process finished this resume
+            return done.entry.result or self._failed("no recorded result", retry=False)
         try:
             final = await self.driver.approve_and_commit(
                 transaction, principal, int(self.approval_ttl * 1000)

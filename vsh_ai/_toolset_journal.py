@@ -17,12 +17,14 @@ forged record can neither claim a commit nor carry a decision into a transaction
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ from ._toolset_runtime import now_ms
 
 __all__ = (
     "CURRENT_CALL",
+    "AlreadyDone",
     "CallKey",
     "CommitJournal",
     "CurrentCall",
@@ -54,6 +57,14 @@ RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 class JournalUnavailable(RuntimeError):
     """The journal could not be read or written (disk full, permissions, a file in the
     way): the call commits nothing, since exactly-once could not be guaranteed."""
+
+
+class AlreadyDone(Exception):
+    """The call already has a final result (recorded by another process): use it."""
+
+    def __init__(self, entry: JournalEntry) -> None:
+        super().__init__(entry.key)
+        self.entry = entry
 
 
 class JournalEntry(BaseModel):
@@ -131,10 +142,17 @@ class CommitJournal(SignedRecords):
             expected=expected,
             created_unix_ms=now_ms(),
         )
-        return self._write(entry, durable=True)
+        with self._locked():
+            recorded = self._recorded(key, digest)
+            if recorded is not None and recorded.phase == "done":
+                # Another process finished this call meanwhile (a stalled worker whose
+                # call a durable engine gave to another): never commit it a second time.
+                raise AlreadyDone(recorded)
+            return self._write(entry, durable=True)
 
     def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
-        """Record the call's final result; a replay returns it as is.
+        """Record the call's final result; a replay returns it as is. Returns the
+        recorded entry: a result another process recorded first is kept, not replaced.
 
         Not fsynced: losing it in a power cut only costs a look at VSH's durable state
         (a prepared record) or a re-run of work that committed nothing.
@@ -148,7 +166,34 @@ class CommitJournal(SignedRecords):
             result=result,
             created_unix_ms=now_ms(),
         )
-        return self._write(entry, durable=False)
+        with self._locked():
+            recorded = self._recorded(key, digest)
+            if recorded is not None and recorded.phase == "done":
+                return recorded
+            return self._write(entry, durable=False)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time across processes (read, decide, write)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            handle = open(self.directory / ".lock", "a")  # noqa: SIM115
+        except OSError as error:
+            raise JournalUnavailable(
+                f"cannot lock the commit journal in {self.directory} ({error.strerror or error})"
+            ) from None
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _recorded(self, key: str, digest: str) -> JournalEntry | None:
+        try:
+            return self.load(key, digest)
+        except VshApprovalError as error:  # a forged record: stop, commit nothing
+            raise JournalUnavailable(str(error)) from None
 
     def prune(self, older_than_s: float) -> int:
         """Delete records older than ``older_than_s`` seconds; returns how many.
