@@ -598,3 +598,32 @@ async def test_a_stalled_worker_never_commits_a_call_another_worker_finished(
     await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
     assert dump(seen[0])["state"] == "committed"
     assert dump(seen[0]) == dump(replay_seen[0])  # the other worker's recorded result
+
+
+async def test_a_crash_while_the_judge_decides_asks_the_judge_again(tmp_path: Path) -> None:
+    """VSH keeps a transaction pending when the run dies during the hook, and the same
+    runtime refuses to preview it again ("pending artifact already exists"). No decision
+    was recorded, so the replay must ask the judge, not report "already waiting for
+    approval". (A new process previews it afresh: tests/test_durable_crash.py.)"""
+    import vsh
+
+    root = workspace(tmp_path)
+    calls: list[str] = []
+
+    def hook(event: vsh.RequestEvent) -> vsh.HookDecision:
+        calls.append(event.transaction)
+        if len(calls) == 1:
+            raise Crash
+        return vsh.HookDecision.approve("fine")
+
+    toolset = VshToolset(root, hook_handler=hook)  # a durable engine resuming in process
+    model, _ = scripted(APPEND)
+    with pytest.raises(Crash):
+        await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\n"
+    replay, seen = scripted(APPEND)
+    await Agent(replay, toolsets=[toolset]).run("append", run_id="run-1")
+    assert len(calls) == 2
+    assert calls[0] == calls[1]  # the same transaction, judged again
+    assert dump(seen[0])["state"] == "committed"
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"

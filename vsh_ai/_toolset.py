@@ -830,45 +830,16 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             return build_result("denied", receipt=receipt, limits=self.limits)
         if receipt.state not in _ACTIONABLE:
             return self._failed(f"unexpected VSH preview state {receipt.state!r}", retry=True)
-        record: vsh.HookDecisionRecord | None = None
         if hooked:
             if read_only and not self._hook_all:
                 self.driver.discard(transaction)
                 return build_result("read", receipt=receipt, limits=self.limits)
-
-            async def before_resolve(
-                event: vsh.RequestEvent | None, decision: vsh.HookDecision
-            ) -> None:
-                state = _decided_state(receipt.state, decision.verdict, read_only=read_only)
-                verdict = self._verdict_of(transaction, event, decision)
-                decided = self._result_for(
-                    receipt, state, verdict, self._evidence_seen.get(transaction)
-                )
-                prepare = partial(
-                    self._journal_prepare,
-                    call,
-                    transaction,
-                    decided,
-                    decision,
-                    event.hook_id if event is not None else "",
-                )
-                expected.append(await anyio.to_thread.run_sync(prepare))
-
             try:
-                resolution = await self.driver.hooked_commit(
-                    transaction, host_check=check, before_resolve=before_resolve
-                )
-                outcome, record = resolution.receipt, resolution.hook
-            except vsh.VshStaleError as error:
-                outcome = error
-            except HostChanged as error:
-                return build_result(
-                    "stale",
-                    receipt=receipt,
-                    limits=self.limits,
-                    feedback=f"Nothing was committed: {error}. Re-read and submit again.",
-                    evidence=self._evidence(transaction),
-                )
+                await self._journal_judging(call, transaction)
+            except BaseException:
+                self.driver.discard(transaction)
+                raise
+            return await self._judge(receipt, call, check, read_only=read_only)
         if isinstance(outcome, vsh.VshStaleError):
             return build_result(
                 "stale",
@@ -879,10 +850,79 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             )
         if outcome is receipt and receipt.state == "auto_approved":  # plain runtime, read-only
             return build_result("read", receipt=receipt, limits=self.limits)
-        result = self._outcome(receipt, outcome, record, read_only=read_only)
+        result = self._outcome(receipt, outcome, None, read_only=read_only)
         if expected and expected[-1].state == result.state:
             return expected[-1]  # what the journal promised (and a replay returns)
         return result
+
+    async def _judge(
+        self,
+        receipt: vsh.Receipt,
+        call: CurrentCall | None,
+        check: Any,
+        *,
+        read_only: bool,
+    ) -> VshResult:
+        """Ask the hook about a previewed (or reopened) transaction, journal the decision,
+        and let VSH resolve it (commit, pending or rejected)."""
+        transaction = receipt.transaction
+        expected: list[VshResult] = []
+
+        async def before_resolve(
+            event: vsh.RequestEvent | None, decision: vsh.HookDecision
+        ) -> None:
+            state = _decided_state(receipt.state, decision.verdict, read_only=read_only)
+            verdict = self._verdict_of(transaction, event, decision)
+            decided = self._result_for(
+                receipt, state, verdict, self._evidence_seen.get(transaction)
+            )
+            prepare = partial(
+                self._journal_prepare,
+                call,
+                transaction,
+                decided,
+                decision,
+                event.hook_id if event is not None else "",
+            )
+            expected.append(await anyio.to_thread.run_sync(prepare))
+
+        try:
+            resolution = await self.driver.hooked_commit(
+                transaction, host_check=check, before_resolve=before_resolve
+            )
+        except vsh.VshStaleError as error:
+            return build_result(
+                "stale",
+                receipt=receipt,
+                limits=self.limits,
+                feedback=bound_text(str(error), self.limits.error),
+                evidence=self._evidence(transaction),
+            )
+        except HostChanged as error:
+            return build_result(
+                "stale",
+                receipt=receipt,
+                limits=self.limits,
+                feedback=f"Nothing was committed: {error}. Re-read and submit again.",
+                evidence=self._evidence(transaction),
+            )
+        result = self._outcome(receipt, resolution.receipt, resolution.hook, read_only=read_only)
+        if expected and expected[-1].state == result.state:
+            return expected[-1]  # what the journal promised (and a replay returns)
+        return result
+
+    async def _journal_judging(self, call: CurrentCall | None, transaction: str) -> None:
+        if call is None or call.key is None or self.journal is None:
+            return
+        mark = partial(
+            self.journal.judging,
+            key=call.key,
+            tool_name=call.name,
+            digest=call.digest,
+            transaction=transaction,
+            attempt=call.attempt,
+        )
+        await anyio.to_thread.run_sync(mark)
 
     def _outcome(
         self,
@@ -1017,6 +1057,25 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             return self._failed(f"VSH refused the transaction ({_error_kind(error)})", retry=True)
         transaction = match.group(1)
         state = await self.driver.state(transaction)
+        call = CURRENT_CALL.get()
+        entry = call.entry if call is not None else None
+        if (
+            state == "pending_approval"
+            and entry is not None
+            and entry.phase == "judging"
+            and entry.transaction == transaction
+        ):
+            # This call's earlier attempt stopped while the judge was deciding: VSH kept the
+            # transaction pending, no decision was ever recorded. Ask the judge now.
+            try:
+                reopened = await self.driver.reopen(transaction)
+            except vsh.VshStaleError as stale:
+                return self._stale(bound_text(str(stale), self.limits.error), transaction)
+            if reopened is not None and reopened[1].state == "pending_approval":
+                receipt = reopened[1]
+                check = self._host_check(time.time_ns())
+                return await self._judge(receipt, call, check, read_only=receipt.changed_paths == 0)
+            state = await self.driver.state(transaction)
         if state == "pending_approval":
             # Re-read its exact changes and diff: an approver (deferred mode) must see
             # what approving this transaction would commit, never "no changes".

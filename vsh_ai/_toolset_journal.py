@@ -50,7 +50,9 @@ __all__ = (
     "default_call_key",
 )
 
-Phase = Literal["prepared", "done"]
+Phase = Literal["judging", "prepared", "done"]
+"""``judging``: previewed, the judge is deciding (nothing can commit yet); ``prepared``:
+decided, about to commit; ``done``: the call's final result."""
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 
 
@@ -149,6 +151,31 @@ class CommitJournal(SignedRecords):
                 # call a durable engine gave to another): never commit it a second time.
                 raise AlreadyDone(recorded)
             return self._write(entry, durable=True)
+
+    def judging(
+        self, *, key: str, tool_name: str, digest: str, transaction: str, attempt: int = 0
+    ) -> JournalEntry:
+        """Record that ``transaction`` went to the judge (VSH holds it durably meanwhile).
+
+        After a crash while the judge decides, VSH keeps the transaction pending; this
+        record tells a replay that no decision was ever recorded, so the judge is asked
+        again instead of the call reporting "already waiting for approval". Not fsynced:
+        losing it only leaves the work pending (nothing commits).
+        """
+        entry = JournalEntry(
+            key=key,
+            tool_name=tool_name,
+            args_digest=digest,
+            phase="judging",
+            transaction=transaction,
+            attempt=attempt,
+            created_unix_ms=now_ms(),
+        )
+        with self._locked():
+            recorded = self._recorded(key, digest)
+            if recorded is not None and recorded.phase == "done":
+                raise AlreadyDone(recorded)
+            return self._write(entry, durable=False)
 
     def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
         """Record the call's final result; a replay returns it as is. Returns the
