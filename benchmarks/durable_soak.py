@@ -60,7 +60,9 @@ def respond(messages, info):
         args = {"path": "/workspace/log.txt", "content": f"{prompt}\n", "append": True}
         return ModelResponse(parts=[ToolCallPart("vsh_write", args)])
     [ret] = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
-    return ModelResponse(parts=[TextPart(json.dumps([ret.content.state, ret.content.transaction]))])
+    result = ret.content
+    answer = [result.state, result.transaction, (result.feedback or "")[:160]]
+    return ModelResponse(parts=[TextPart(json.dumps(answer))])
 
 agent = Agent(FunctionModel(respond), name="soak", capabilities=[DBOSDurability()],
               toolsets=[VshToolset(folder / "ws", journal=journal,
@@ -133,8 +135,11 @@ def run(
         outputs = _outputs(folder, jobs)
         calls = folder / "judge-calls"
         judge_calls = len(calls.read_text()) if calls.exists() else 0
-    shutil.rmtree(folder)
     counts = collections.Counter(lines)
+    if all(counts[f"job {i}"] == 1 for i in range(jobs)):
+        shutil.rmtree(folder)
+    else:
+        print(f"state kept in {folder}", file=sys.stderr)
     expected = [f"job {i}" for i in range(jobs)]
     return {
         "jobs": jobs,
@@ -150,6 +155,9 @@ def run(
         "reported_not_committed": sum(
             1 for _, output in outputs.values() if output and '"committed"' not in output
         ),
+        "failures": collections.Counter(
+            output for _, output in outputs.values() if output and '"committed"' not in output
+        ).most_common(3),
     }
 
 

@@ -449,16 +449,18 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
             "(vsh.Runtime.recover() reports what startup recovery did); "
             f"{lift} and open the workspace again."
         )
-        if "durable commit plan" in str(error):
+        text = str(error)
+        if "commit plan" in text or "commit journal" in text:
             message = (
-                f"VSH could not open {where} ({_error_kind(error)}): a commit was interrupted "
-                "(the process was killed) just after VSH created its transaction folder, or "
-                "while VSH was cleaning it up after the commit, and VSH 0.6.0 cannot recover "
-                "from either. vsh-ai stopped committing there. Host files hold either the old "
-                "or the new version of each file (the folder's stage/ slot has the new "
-                "versions, quarantine/ the old ones). To recover: check the files the folder "
-                f"names under {where}/.vsh-runtime/transactions/, move that folder out of "
-                f".vsh-runtime, {lift} and open the workspace again."
+                f"VSH could not recover {where} ({_error_kind(error)}): a commit was "
+                "interrupted (the process was killed) while VSH was writing or removing its "
+                "own commit plan or journal, a state VSH 0.6.0 cannot recover from. vsh-ai "
+                "stopped committing there. Left over: "
+                f"{_leftover_transactions(self.workspace)}. A folder whose stage/ and "
+                "quarantine/ are empty never touched host files; otherwise host files hold "
+                "the old or the new version of each file (stage/ has the new versions, "
+                "quarantine/ the old ones): check them. To recover: move the folder out of "
+                f".vsh-runtime/transactions, {lift} and open the workspace again."
             )
         self.quarantine = message
         key = getattr(self, "lock_key", None) or str(self.workspace)
@@ -1176,6 +1178,30 @@ def _evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
         return Evidence.from_event(event)
     except Exception:
         return None
+
+
+def _leftover_transactions(workspace: Path | None) -> str:
+    """What VSH left in ``.vsh-runtime/transactions`` (names and sizes only: a diagnosis)."""
+    if workspace is None:
+        return "unknown (the toolset was given a runtime, not a workspace)"
+    folder = workspace / ".vsh-runtime" / "transactions"
+    described: list[str] = []
+    try:
+        for transaction in sorted(folder.iterdir())[:5]:
+            parts = []
+            for name in ("plan", "journal"):
+                item = transaction / name
+                parts.append(
+                    f"{name} {item.stat().st_size} bytes" if item.exists() else f"no {name}"
+                )
+            for name in ("stage", "quarantine"):
+                slot = transaction / name
+                count = sum(1 for _ in slot.iterdir()) if slot.is_dir() else 0
+                parts.append(f"{name}/ {count} file(s)")
+            described.append(f"transactions/{transaction.name} ({', '.join(parts)})")
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    return "; ".join(described) or "no transaction folder"
 
 
 def _budget_fields(budget: vsh.ExecutionBudget) -> dict[str, int]:
