@@ -17,7 +17,7 @@ from typing import Any, Literal, TypedDict, Unpack, get_args
 
 import anyio
 import vsh
-from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
@@ -563,6 +563,10 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
                 # Any other "approved" call (e.g. under an approval_required() wrapper) runs
                 # fresh: only a call this workspace deferred commits a bound transaction.
             elif binding is not None:
+                if call.key and binding.call_key == call.key:
+                    # A durable engine replaying the very call that asked: it asks again,
+                    # as it did the first time (the engine's recorded steps depend on it).
+                    raise ApprovalRequired(metadata=binding.metadata)
                 return await self._replay(binding)
         return await super().call_tool(call.name, call.args, ctx, tool)
 
@@ -581,6 +585,10 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
         """
         if entry.phase == "done":
             return entry.result, 0
+        if self.approval == "deferred" and (
+            entry.phase == "judging" or (entry.expected and entry.expected.state == "pending")
+        ):
+            return None, entry.attempt  # the call asked for approval: its binding answers
         expected = entry.expected
         if entry.transaction is None or expected is None:
             return None, entry.attempt
@@ -1087,11 +1095,18 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
                 return self._stale(bound_text(str(stale), self.limits.error), transaction)
             if reopened is not None and reopened[1].state == "pending_approval":
                 event, receipt = reopened
+                evidence = _evidence_of(event)
+                if self.approval == "deferred":  # what binding it records, as a fresh run
+                    self._committed_views[transaction] = self._result_for(
+                        receipt, "committed", None, evidence
+                    )
+                    if evidence is not None:
+                        self._evidence_pending[transaction] = evidence
                 return build_result(
                     "pending",
                     receipt=receipt,
                     limits=self.limits,
-                    evidence=_evidence_of(event),
+                    evidence=evidence,
                     feedback="An identical request (same program and intent) is already "
                     "waiting for approval as this transaction.",
                 )

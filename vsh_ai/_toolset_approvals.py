@@ -138,7 +138,14 @@ class HarvestCapture(BaseModel):
 
 # Fields added after version 2 records existed: left out of the signed payload while at
 # their default, so records written before them still verify.
-_OPTIONAL_SIGNED = ("harvest", "end_principal", "end_message", "end_unix_ms", "on_commit")
+_OPTIONAL_SIGNED = (
+    "harvest",
+    "end_principal",
+    "end_message",
+    "end_unix_ms",
+    "on_commit",
+    "call_key",
+)
 
 
 class ApprovalBinding(BaseModel):
@@ -165,6 +172,9 @@ class ApprovalBinding(BaseModel):
     on_commit: VshResult | None = None
     """What the agent sees when this transaction commits (recorded at defer time, so a
     resume and its replay after a crash return the same result)."""
+    call_key: str = ""
+    """The journal key of the call that asked (its run, step and id): a replay of that
+    very call asks again, as it did the first time, whatever happened since."""
     mac: str = ""
 
     def signed_payload(self) -> bytes:
@@ -239,6 +249,7 @@ class ApprovalStore(SignedRecords):
         metadata: dict[str, Any] | None = None,
         harvest: HarvestCapture | None = None,
         on_commit: VshResult | None = None,
+        call_key: str = "",
     ) -> ApprovalBinding:
         """Bind a call once: an existing binding for the same call is returned unchanged."""
         with self._locked():
@@ -257,6 +268,7 @@ class ApprovalStore(SignedRecords):
                 metadata=metadata or {},
                 harvest=harvest,
                 on_commit=on_commit,
+                call_key=call_key,
             )
             return self._write(binding)
 

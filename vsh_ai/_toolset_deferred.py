@@ -121,6 +121,7 @@ class DeferredApprovals:
             metadata=metadata,
             harvest=harvest,
             on_commit=self._committed_views.pop(result.transaction, None),
+            call_key=call.key or "",
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
