@@ -629,3 +629,27 @@ async def test_a_crash_while_the_judge_decides_asks_the_judge_again(tmp_path: Pa
     assert calls[0] == calls[1]  # the same transaction, judged again
     assert dump(seen[0])["state"] == "committed"
     assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+
+
+async def test_a_quarantined_workspace_still_replays_finished_calls(tmp_path: Path) -> None:
+    """Quarantine stops new work; a replay of a call that finished before it keeps its
+    recorded result (a durable engine's replay must not change), and nothing runs."""
+    import vsh
+
+    import vsh_ai._toolset as toolset_module
+
+    root = workspace(tmp_path)
+    model, seen = scripted(APPEND)
+    await Agent(model, toolsets=[VshToolset(root)]).run("append", run_id="r")
+    toolset = VshToolset(root)
+    try:
+        toolset._quarantine_now(vsh.VshRecoveryError("install committed file: File exists"))
+        replay, replay_seen = scripted(APPEND)
+        await Agent(replay, toolsets=[toolset]).run("append", run_id="r")
+        assert dump(replay_seen[0]) == dump(seen[0])
+        other, other_seen = scripted(APPEND)
+        await Agent(other, toolsets=[toolset]).run("append", run_id="new")
+        assert dump(other_seen[0])["state"] == "failed"
+        assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    finally:
+        toolset_module._QUARANTINED.clear()

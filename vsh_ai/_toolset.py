@@ -516,8 +516,6 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        if self.quarantine is not None:
-            return self._quarantined()
         digest = args_digest(name, tool_args)
         key = self.call_key(ctx) if self.journal is not None else None
         entry: JournalEntry | None = None
@@ -528,6 +526,12 @@ class VshToolset(FileTools, DeferredApprovals, FunctionToolset[Any]):
                 return self._failed(str(error), retry=False)
             except JournalUnavailable as error:
                 return self._failed(f"{error}; nothing was run or committed.", retry=False)
+        if self.quarantine is not None:
+            # A finished call's recorded result is still true (a replay stays the same);
+            # nothing else runs on a quarantined workspace.
+            if entry is not None and entry.phase == "done" and entry.result is not None:
+                return entry.result
+            return self._quarantined()
         result, attempt = await self._settle_entry(entry) if entry is not None else (None, 0)
         call = CurrentCall(name, tool_args, ctx, key, digest, entry, attempt)
         if result is not None:  # a replay answered from the journal: say so in traces
