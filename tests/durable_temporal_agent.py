@@ -22,34 +22,23 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from durable_support import CountingJudge, tool_returns
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.durable_exec.temporal import TemporalDurability
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import activity
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityConfig
 
-from vsh_ai import Evidence, Verdict, VshResult, VshToolset, default_call_key
+from vsh_ai import VshResult, VshToolset, default_call_key
 
 PROGRAM = "p = '/workspace/log.txt'\nvsh_write(p, vsh_read(p) + 'line 1\\n')\n"
-
-
-def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
 
 
 def state_of(content: Any) -> str:
@@ -69,20 +58,6 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             parts=[ToolCallPart("vsh_run", {"code": PROGRAM, "intent": "append line 1"})]
         )
     return ModelResponse(parts=[TextPart(f"finished: {state_of(returns[-1].content)}")])
-
-
-class CountingJudge:
-    """Approves every change and records each call in a file (counted across processes)."""
-
-    id = "counting-judge"
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    async def review(self, evidence: Evidence) -> Verdict:
-        with self.path.open("a") as handle:
-            handle.write(f"{os.getpid()}\n")
-        return Verdict.approve("appending a log line is fine", judge="counting-judge")
 
 
 def activity_call_key(ctx: RunContext[Any]) -> str | None:

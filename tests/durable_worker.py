@@ -39,21 +39,18 @@ from typing import Any
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from durable_support import CountingJudge, tool_returns
 from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import (
-    Evidence,
-    Verdict,
     VshResult,
     VshToolset,
     _toolset_runtime,
@@ -89,19 +86,9 @@ WAIT_S = 30.0
 # -- the agent --------------------------------------------------------------------------
 
 
-def _tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-
-
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Append once; when the tool's result is back, say which state it reported."""
-    returns = _tool_returns(messages)
+    returns = tool_returns(messages)
     if not returns:
         return ModelResponse(
             parts=[ToolCallPart("vsh_run", {"code": PROGRAM, "intent": "append line 1"})]
@@ -109,20 +96,6 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     content = returns[-1].content
     state = content.state if isinstance(content, VshResult) else returns[-1].outcome
     return ModelResponse(parts=[TextPart(f"finished: {state}")])
-
-
-class CountingJudge:
-    """Approves every change and records each call in a file (counted across processes)."""
-
-    id = "counting-judge"
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    async def review(self, evidence: Evidence) -> Verdict:
-        with self.path.open("a") as handle:
-            handle.write(f"{os.getpid()}\n")
-        return Verdict.approve("appending a log line is fine", judge="counting-judge")
 
 
 _AGENT: dict[str, Agent[None, Any]] = {}
@@ -156,7 +129,7 @@ def build_agent(case_dir: Path, path: str) -> Agent[None, Any]:
 async def case_workflow(task: str) -> dict[str, Any]:
     timeout = TIMEOUT_S if os.environ.get("VSH_AI_CASE_PATH") == "timeout" else WAIT_S * 4
     result = await run_with_approvals(_AGENT["agent"], task, timeout_s=timeout)
-    returns = [part.content for part in _tool_returns(result.all_messages())]
+    returns = [part.content for part in tool_returns(result.all_messages())]
     return {
         "output": str(result.output),
         "returns": [

@@ -22,15 +22,14 @@ import pytest
 pytest.importorskip("dbos")
 
 from dbos import DBOS, DBOSClient, SetWorkflowID
+from durable_support import tool_returns
 from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -150,21 +149,11 @@ AGENTS: dict[str, Agent[None, Any]] = {}
 APPEND = "p = '/workspace/{name}'\nvsh_write(p, vsh_read(p) + 'more\\n')\n"
 
 
-def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-
-
 def _appender(*names: str) -> FunctionModel:
     """Appends to each named file (one tool call each, in one response), then reports."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = _returns(messages)
+        returns = tool_returns(messages)
         if not returns:
             return ModelResponse(
                 parts=[
@@ -394,7 +383,7 @@ def _two_rounds() -> FunctionModel:
     """Appends to a.txt; once that is back, appends to b.txt; then reports both."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = _returns(messages)
+        returns = tool_returns(messages)
         if len(returns) < 2:
             name = "a.txt" if not returns else "b.txt"
             code = APPEND.format(name=name)
