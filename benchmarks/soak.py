@@ -29,10 +29,10 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPa
 from pydantic_ai.models.function import FunctionModel
 
 from vsh_ai import Evidence, Verdict, as_hook
-from vsh_ai._results import VshResult
 from vsh_ai._simulate import simulate
-from vsh_ai._toolset import VshToolset
 from vsh_ai.rules import Rule, RuleSet
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._result import VshResult
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
@@ -169,7 +169,7 @@ import json, random, sys
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
 
 workspace, batch_file, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(seed)

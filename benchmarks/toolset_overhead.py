@@ -32,7 +32,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
 
 
 def program(i: int) -> tuple[str, str]:

@@ -54,7 +54,8 @@ from temporalio.worker import (
 )
 
 import vsh_ai  # noqa: F401  (imported once, before the fork)
-from vsh_ai import _toolset_journal, _toolset_runtime
+from vsh_ai.toolset import _driver as _toolset_runtime
+from vsh_ai.toolset import _journal as _toolset_journal
 
 CRASH_CODE = 86
 POINTS = (

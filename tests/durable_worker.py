@@ -50,17 +50,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai import (
-    VshResult,
-    VshToolset,
-    _toolset_runtime,
-)
+from vsh_ai import VshResult, VshToolset
 from vsh_ai.dbos import (
     dbos_config,
     pending_approvals_async,
     run_with_approvals,
     send_approval_async,
 )
+from vsh_ai.toolset import _driver as _toolset_runtime
 
 CRASH_CODE = 86
 WORKFLOW_ID = "case"
@@ -191,7 +188,7 @@ def install_crash(path: str, point: str) -> None:
     elif point == "after_preview":
         _wrap(driver, preview, point, before=False)
     elif point in ("after_prepare", "before_finish", "after_approved_prepare"):
-        from vsh_ai import _toolset_journal
+        from vsh_ai.toolset import _journal as _toolset_journal
 
         journal = _toolset_journal.CommitJournal
         if point == "after_prepare":
@@ -203,7 +200,7 @@ def install_crash(path: str, point: str) -> None:
     elif point == "after_approved_commit":
         _wrap(driver, "approve_and_commit", point, before=False)
     elif point == "after_denial_recorded":  # the toolset records the person's denial
-        from vsh_ai import _toolset_approvals
+        from vsh_ai.toolset import _bindings as _toolset_approvals
 
         def denied(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
             return len(args) > 2 and args[2] == "denied"

@@ -16,10 +16,10 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDe
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai._toolset import VshToolset
-from vsh_ai._toolset_approvals import ApprovalBinding, ApprovalStore
 from vsh_ai.evals import load_suite
 from vsh_ai.evals._harvest import harvest
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._bindings import ApprovalBinding, ApprovalStore
 
 pytestmark = pytest.mark.anyio
 

@@ -26,9 +26,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshToolset
-from vsh_ai._toolset_approvals import VshApprovalError
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._bindings import VshApprovalError
+from vsh_ai.toolset._result import VshResult
 
 pytestmark = pytest.mark.anyio
 
@@ -237,7 +237,7 @@ import json, sys
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
 
 workspace, history_json, call_id = sys.argv[1:4]
 history = ModelMessagesTypeAdapter.validate_json(history_json)

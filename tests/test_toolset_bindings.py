@@ -23,8 +23,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
-from vsh_ai._results import MAX_CHANGES
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._result import MAX_CHANGES
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
 
 pytestmark = pytest.mark.anyio
 

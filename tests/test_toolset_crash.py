@@ -29,7 +29,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 from vsh_ai import VshToolset
-import vsh_ai._toolset_journal as journal
+import vsh_ai.toolset._journal as journal
 
 workspace, announce = Path(sys.argv[1]), sys.argv[2] == "1"
 CODE = (

@@ -19,8 +19,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, RuleSet, Verdict
-from vsh_ai._toolset import VshToolset
-from vsh_ai._toolset_journal import CommitJournal
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._journal import CommitJournal
 
 pytestmark = pytest.mark.anyio
 
@@ -392,7 +392,7 @@ async def test_an_approval_days_later_follows_approval_ttl(
     from the caller), the runtime is real."""
     import sys
 
-    import vsh_ai._toolset_runtime as runtime_module
+    import vsh_ai.toolset._driver as runtime_module
 
     root = workspace(tmp_path)
     week = 7 * 86400
@@ -476,7 +476,7 @@ async def test_a_journal_that_fails_only_after_the_commit_keeps_the_true_result(
     journal = toolset.journal
 
     def full_disk(**kwargs: Any) -> Any:
-        from vsh_ai._toolset_journal import JournalUnavailable
+        from vsh_ai.toolset._journal import JournalUnavailable
 
         raise JournalUnavailable("cannot write the commit journal (No space left on device)")
 
@@ -527,7 +527,7 @@ async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_c
     and say how to recover."""
     import vsh
 
-    import vsh_ai._toolset as toolset_module
+    import vsh_ai.toolset._facade as toolset_module
 
     root = workspace(tmp_path)
     vsh.Runtime.open(root).run(
@@ -636,7 +636,7 @@ async def test_a_quarantined_workspace_still_replays_finished_calls(tmp_path: Pa
     recorded result (a durable engine's replay must not change), and nothing runs."""
     import vsh
 
-    import vsh_ai._toolset as toolset_module
+    import vsh_ai.toolset._facade as toolset_module
 
     root = workspace(tmp_path)
     model, seen = scripted(APPEND)

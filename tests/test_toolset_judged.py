@@ -22,9 +22,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict, as_hook
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshCapability, VshToolset
 from vsh_ai.rules import Rule, RuleSet
+from vsh_ai.toolset import VshCapability, VshToolset
+from vsh_ai.toolset._result import VshResult
 
 pytestmark = pytest.mark.anyio
 

@@ -26,8 +26,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._result import VshResult
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
-from vsh_ai._toolset import VshToolset
-from vsh_ai._toolset_approvals import ApprovalStore, VshApprovalError
-from vsh_ai._toolset_text import instructions_for
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset._bindings import ApprovalStore, VshApprovalError
+from vsh_ai.toolset._instructions import instructions_for
 
 pytestmark = pytest.mark.anyio
 

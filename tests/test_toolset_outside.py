@@ -33,9 +33,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai import Evidence, Verdict, _toolset
-from vsh_ai._results import VshResult
-from vsh_ai._toolset import VshToolset
+from vsh_ai import Evidence, Verdict
+from vsh_ai.toolset import VshToolset
+from vsh_ai.toolset import _facade as _toolset
+from vsh_ai.toolset._result import VshResult
 
 pytestmark = pytest.mark.anyio
 
@@ -260,8 +261,8 @@ import json, sys
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
-from vsh_ai import _toolset
-from vsh_ai._toolset import VshToolset
+from vsh_ai.toolset import _facade as _toolset
+from vsh_ai.toolset import VshToolset
 
 workspace, history_json, call_id = sys.argv[1:4]
 history = ModelMessagesTypeAdapter.validate_json(history_json)

@@ -23,9 +23,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
-from vsh_ai._results import VshResult, bound_text
-from vsh_ai._toolset import VshCapability, VshToolset
 from vsh_ai.rules import ProtectedReads, RuleSet
+from vsh_ai.toolset import VshCapability, VshToolset
+from vsh_ai.toolset._result import VshResult, bound_text
 
 pytestmark = pytest.mark.anyio
 

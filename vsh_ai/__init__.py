@@ -23,21 +23,25 @@ from ._evidence import (
 )
 from ._hooks import Judge, JudgeHook, Pipeline, Quorum, as_hook, judge_digest
 from ._judge_files import JudgeFile, JudgeFileError, load_judge, load_judge_file
-from ._results import ChangedPath, OutputLimits, ToolState, VshResult
 from ._simulate import Simulation, simulate
-from ._toolset import (
-    ApprovalMode,
-    JudgeScope,
-    ToolName,
-    ToolsetOptions,
-    VshCapability,
-    VshToolset,
-)
-from ._toolset_approvals import VshApprovalError
-from ._toolset_journal import CallKey, default_call_key
 from ._verdict import Decision, FailureCategory, Usage, Verdict
 from .llm import LLMCommitJudge, SharingPolicy
 from .rules import Rule, RuleSet
+from .toolset import (
+    ApprovalMode,
+    CallKey,
+    ChangedPath,
+    JudgeScope,
+    OutputLimits,
+    ToolName,
+    ToolsetOptions,
+    ToolState,
+    VshApprovalError,
+    VshCapability,
+    VshResult,
+    VshToolset,
+    default_call_key,
+)
 
 __all__ = (
     "ApprovalMode",

@@ -302,7 +302,7 @@ async def _wait_for_decisions(
 
 
 def _warn_short_ttl(agent: AbstractAgent[Any, Any], timeout_s: float) -> None:
-    from ._toolset import VshToolset
+    from .toolset import VshToolset
 
     for toolset in getattr(agent, "toolsets", ()):
         if isinstance(toolset, VshToolset) and toolset.approval_ttl < timeout_s:

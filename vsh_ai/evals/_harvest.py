@@ -29,8 +29,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .._toolset_approvals import ApprovalBinding, ApprovalStore
 from ..analysis._secrets import find_secrets, redact_text
+from ..toolset._bindings import ApprovalBinding, ApprovalStore
 from ._suite import EvalCase, Expected, Suite
 
 __all__ = (

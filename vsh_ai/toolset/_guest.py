@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ._results import redact
+from ._result import redact
 
 __all__ = ("guest_text",)
 

@@ -33,9 +33,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai import RunContext
 
-from ._results import VshResult
-from ._toolset_approvals import SignedRecords, VshApprovalError, write_atomically
-from ._toolset_runtime import now_ms
+from ._bindings import SignedRecords, VshApprovalError, write_atomically
+from ._driver import now_ms
+from ._result import VshResult
 
 __all__ = (
     "CURRENT_CALL",

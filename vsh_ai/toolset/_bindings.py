@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ._results import ChangedPath, VshResult
-from ._toolset_runtime import now_ms
+from ._driver import now_ms
+from ._result import ChangedPath, VshResult
 
 if TYPE_CHECKING:
-    from ._evidence import Evidence
-    from ._verdict import Verdict
+    from .._evidence import Evidence
+    from .._verdict import Verdict
 
 __all__ = (
     "ApprovalBinding",
@@ -373,8 +373,8 @@ def harvest_capture(
     judge named, files over the bounds and anything holding a detected secret all give a
     capture with ``skip_reason`` and no bytes.
     """
-    from ._results import _named
-    from .analysis._secrets import find_secrets, redact_text
+    from ..analysis._secrets import find_secrets, redact_text
+    from ._result import _named
 
     def skipped(reason: str) -> HarvestCapture:
         return HarvestCapture(tool=tool, language=language, skip_reason=reason)

@@ -21,28 +21,20 @@ from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
-from ._evidence import Evidence
-from ._hooks import Judge, JudgeHook, as_hook
-from ._results import (
-    NAMES_FROM_ARGUMENTS,
-    ChangedPath,
-    OutputLimits,
-    ToolState,
-    VshResult,
-    bound_text,
-    build_result,
-    redact,
-    safe_deny_reason,
-)
-from ._simulate import DEFAULT_REVIEW_CONTENT_BYTES
-from ._toolset_approvals import (
+from .._evidence import Evidence
+from .._hooks import Judge, JudgeHook, as_hook
+from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES
+from .._verdict import Verdict
+from ._bindings import (
     ApprovalStore,
     VshApprovalError,
     args_digest,
 )
-from ._toolset_deferred import DeferredApprovals
-from ._toolset_guest import guest_text
-from ._toolset_journal import (
+from ._deferred import DeferredApprovals
+from ._driver import HookHandler, HostChanged, WorkspaceDriver, is_recovery
+from ._guest import guest_text
+from ._instructions import instructions_for
+from ._journal import (
     CURRENT_CALL,
     AlreadyDone,
     CallKey,
@@ -53,17 +45,25 @@ from ._toolset_journal import (
     RecordedDecision,
     default_call_key,
 )
-from ._toolset_runtime import HookHandler, HostChanged, WorkspaceDriver, is_recovery
-from ._toolset_spans import open_span, span_attributes
-from ._toolset_text import instructions_for
-from ._toolset_tools import FileTools
-from ._toolset_workspace import (
+from ._result import (
+    NAMES_FROM_ARGUMENTS,
+    ChangedPath,
+    OutputLimits,
+    ToolState,
+    VshResult,
+    bound_text,
+    build_result,
+    redact,
+    safe_deny_reason,
+)
+from ._spans import open_span, span_attributes
+from ._tools import FileTools
+from ._workspace import (
     check_state_directory,
     check_workspace,
     probe_state_directory,
     read_quarantine,
 )
-from ._verdict import Verdict
 
 __all__ = (
     "ApprovalMode",

@@ -6,7 +6,7 @@ from typing import Any
 
 import logfire
 
-from ._results import VshResult, safe_deny_reason
+from ._result import VshResult, safe_deny_reason
 
 __all__ = ("open_span", "span_attributes")
 

@@ -7,7 +7,7 @@ from typing import Literal
 import vsh
 from pydantic_ai import ModelRetry
 
-from ._results import VshResult
+from ._result import VshResult
 
 __all__ = ("FileTools",)
 

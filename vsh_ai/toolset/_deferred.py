@@ -1,7 +1,7 @@
 """Deferred approval for VshToolset: bind a call to its pending transaction, replay it,
 resume it once approved (from any process), record denials and expiries for good.
 
-A mixin: :class:`~vsh_ai._toolset.VshToolset` supplies the runtime driver, the stores and
+A mixin: :class:`~vsh_ai.toolset._facade.VshToolset` supplies the runtime driver, the stores and
 the result helpers declared below.
 """
 
@@ -19,8 +19,18 @@ from pydantic_ai import ApprovalRequired, RunContext
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.toolsets import ToolsetTool
 
-from ._evidence import Evidence
-from ._results import (
+from .._evidence import Evidence
+from ._bindings import (
+    ApprovalBinding,
+    ApprovalStore,
+    EndState,
+    VshApprovalError,
+    args_digest,
+    harvest_capture,
+)
+from ._driver import WorkspaceDriver, is_recovery, now_ms
+from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
+from ._result import (
     MAX_CHANGES,
     ChangedPath,
     OutputLimits,
@@ -29,23 +39,13 @@ from ._results import (
     bound_text,
     build_result,
 )
-from ._toolset_approvals import (
-    ApprovalBinding,
-    ApprovalStore,
-    EndState,
-    VshApprovalError,
-    args_digest,
-    harvest_capture,
-)
-from ._toolset_journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
-from ._toolset_runtime import WorkspaceDriver, is_recovery, now_ms
-from ._toolset_spans import open_span, span_attributes
+from ._spans import open_span, span_attributes
 
 __all__ = ("DeferredApprovals",)
 
 
 class DeferredApprovals:
-    """The deferred-approval half of :class:`~vsh_ai._toolset.VshToolset`."""
+    """The deferred-approval half of :class:`~vsh_ai.toolset._facade.VshToolset`."""
 
     approval_ttl: float
     limits: OutputLimits

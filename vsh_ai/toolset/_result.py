@@ -12,9 +12,9 @@ from typing import Any, Literal
 import vsh
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ._evidence import Evidence, EvidenceGap
-from ._verdict import Verdict
-from .analysis._secrets import redact_text
+from .._evidence import Evidence, EvidenceGap
+from .._verdict import Verdict
+from ..analysis._secrets import redact_text
 
 __all__ = (
     "MAX_CHANGES",
@@ -247,7 +247,7 @@ def render_diff(
 
 def _sources(evidence: Evidence) -> dict[str, frozenset[str]] | None:
     try:
-        from .analysis._provenance import content_sources
+        from ..analysis._provenance import content_sources
     except ImportError:
         return None
     try:
