@@ -8,6 +8,7 @@ result type) and ``_facade`` (:class:`VshToolset`, a thin ``FunctionToolset``).
 """
 
 from ._bindings import VshApprovalError
+from ._call_key import CallKey, default_call_key
 from ._facade import (
     ApprovalMode,
     JudgeScope,
@@ -16,7 +17,6 @@ from ._facade import (
     VshCapability,
     VshToolset,
 )
-from ._journal import CallKey, default_call_key
 from ._result import ChangedPath, OutputLimits, ToolState, VshResult
 
 __all__ = (

@@ -30,6 +30,7 @@ from ._bindings import (
     VshApprovalError,
     args_digest,
 )
+from ._call_key import CallKey, default_call_key
 from ._deferred import DeferredApprovals
 from ._driver import HookHandler, HostChanged, WorkspaceDriver, is_recovery
 from ._guest import guest_text
@@ -37,13 +38,11 @@ from ._instructions import instructions_for
 from ._journal import (
     CURRENT_CALL,
     AlreadyDone,
-    CallKey,
     CommitJournal,
     CurrentCall,
     JournalEntry,
     JournalUnavailable,
     RecordedDecision,
-    default_call_key,
 )
 from ._result import (
     NAMES_FROM_ARGUMENTS,

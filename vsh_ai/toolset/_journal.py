@@ -21,10 +21,9 @@ import contextlib
 import fcntl
 import hashlib
 import hmac
-import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,14 +39,12 @@ from ._result import VshResult
 __all__ = (
     "CURRENT_CALL",
     "AlreadyDone",
-    "CallKey",
     "CommitJournal",
     "CurrentCall",
     "JournalEntry",
     "JournalUnavailable",
     "Phase",
     "RecordedDecision",
-    "default_call_key",
 )
 
 Phase = Literal["judging", "prepared", "done"]
@@ -275,26 +272,6 @@ class CommitJournal(SignedRecords):
         if entry.key != key or entry.args_digest != digest:
             raise VshApprovalError(f"{path}: journal record belongs to another tool call")
         return entry
-
-
-CallKey = Callable[[RunContext[Any]], str | None]
-"""How a tool call is named in the commit journal: the same key on a replay means "this
-call again". None means the call is not journaled."""
-
-
-def default_call_key(ctx: RunContext[Any]) -> str | None:
-    """The run id, the run step and the tool call id: stable when a durable engine replays
-    a run (under ``DBOSDurability`` the run id is ``<workflow id>:<step>``).
-
-    The step tells apart two calls of one run whose model reused an id (some models say
-    ``call_0`` every turn): without it the second, identical call would get the first's
-    result and do nothing. Encoded as JSON, never joined with a separator: the call id
-    comes from the model, and ``"a" + ":b:c"`` must not name the call ``"a:b" + ":c"``
-    (another run's recorded result would be returned).
-    """
-    if ctx.run_id is None or ctx.tool_call_id is None:
-        return None
-    return json.dumps([ctx.run_id, ctx.run_step, ctx.tool_call_id])
 
 
 @dataclass(frozen=True, slots=True)
