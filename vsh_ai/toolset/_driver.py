@@ -99,6 +99,8 @@ class WorkspaceDriver:
         request: vsh.RunRequest,
         host_check: HostCheck | None = None,
         before_commit: Callable[[vsh.Receipt], None] | None = None,
+        *,
+        commit: bool = True,
     ) -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
         """Plain runtime: preview then, in the same worker, commit auto-approved changes.
 
@@ -107,14 +109,15 @@ class WorkspaceDriver:
         Read-only and denied previews are discarded, never committed; so is auto-approved
         work whose target files ``host_check`` finds changed (raises :class:`HostChanged`).
         ``before_commit(preview)`` runs just before the commit (the commit journal's
-        write); if it raises, the preview is discarded and nothing is committed.
+        write); if it raises, the preview is discarded and nothing is committed. With
+        ``commit=False`` nothing is ever committed (the preview is discarded).
         """
         native, token = self.native, _Cancellation()
 
         def work() -> tuple[vsh.Receipt, vsh.Receipt | vsh.VshStaleError]:
             with self._lock:
                 preview = native._preview(request, token)
-                if preview.state != "auto_approved" or preview.changed_paths == 0:
+                if not commit or preview.state != "auto_approved" or preview.changed_paths == 0:
                     # A pending transaction stays durable after its preview is discarded;
                     # discarding frees VSH's per-process preview slot (64 at most).
                     native.discard_preview(preview.transaction)

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 
-__all__ = ("PRINCIPAL_MAX_CHARS", "InvalidPrincipal", "check_principal", "quoted")
+from pydantic_ai import ToolDenied
+
+__all__ = (
+    "PRINCIPAL_MAX_CHARS",
+    "InvalidPrincipal",
+    "check_principal",
+    "denial",
+    "parse_denial",
+    "quoted",
+)
 
 PRINCIPAL_MAX_CHARS = 200
 
@@ -52,3 +62,33 @@ def quoted(text: str) -> str:
     """``text`` as a JSON string literal: quoted, with every control and separator
     escaped, so text an approver wrote reaches a model as data, never as bare text."""
     return json.dumps(text, ensure_ascii=True)
+
+
+_DENIAL = re.compile(
+    r'^Denied by a person \(principal (?P<principal>"(?:[^"\\]|\\.)*")\)\.'
+    r'(?: Their note, quoted as data: (?P<note>"(?:[^"\\]|\\.)*"))?$'
+)
+
+
+def denial(principal: str, note: str = "") -> ToolDenied:
+    """A ``ToolDenied`` whose message names who denied and quotes their note as data.
+
+    Pass it in ``DeferredToolResults(approvals={call_id: denial("alice", "too broad")})``:
+    the toolset records the principal and the note with the denial, and the worker model
+    sees both only as quoted strings.
+    """
+    name = check_principal(principal)
+    text = f"Denied by a person (principal {quoted(name)})."
+    if note:
+        text += f" Their note, quoted as data: {quoted(note[:2000])}"
+    return ToolDenied(text)
+
+
+def parse_denial(message: str) -> tuple[str, str] | None:
+    """``(principal, note)`` of a message :func:`denial` wrote, else None."""
+    match = _DENIAL.match(message)
+    if match is None:
+        return None
+    principal = json.loads(match.group("principal"))
+    note = json.loads(match.group("note")) if match.group("note") else ""
+    return principal, note
