@@ -98,9 +98,13 @@ async def test_judge_verdict_and_feedback_reach_the_agent(
     if decision != "approve":
         assert result.feedback == "Keep the port below 9000."
         assert "NOT applied" in result.next_step
-    assert result.diff is not None
-    assert "-port = 8080\n+port = 9090" in result.diff
-    assert [e.transaction for e in judge.seen] == [result.transaction]
+    view = result.approver_view()
+    if decision != "approve":  # refused work: the worker sees no diff, the approver does
+        assert (result.diff, result.transaction, result.changes) == (None, None, ())
+    else:
+        assert result.diff == view["diff"]
+    assert "-port = 8080\n+port = 9090" in view["diff"]
+    assert [e.transaction for e in judge.seen] == [view["transaction"]]
     assert snapshot_tree(workspace) == host
 
 

@@ -324,7 +324,7 @@ async def test_toolset_pickles_as_its_configuration(tmp_path: Path) -> None:
     assert clone is not toolset
     assert clone.runtime is not toolset.runtime
     assert clone.workspace == toolset.workspace
-    assert clone.approval_ttl == 7 * 86400
+    assert clone.config.approval_ttl == 7 * 86400
     model, _seen = scripted(APPEND)
     result = await Agent(model, toolsets=[clone], output_type=[str, DeferredToolRequests]).run("x")
     assert isinstance(result.output, DeferredToolRequests)  # the rule set reviews: deferred
@@ -527,7 +527,7 @@ async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_c
     and say how to recover."""
     import vsh
 
-    import vsh_ai.toolset._facade as toolset_module
+    from vsh_ai.toolset._quarantine import clear_process_quarantine
 
     root = workspace(tmp_path)
     vsh.Runtime.open(root).run(
@@ -542,7 +542,8 @@ async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_c
         model, seen = scripted(APPEND)
         await Agent(model, toolsets=[toolset]).run("append", run_id="r")
         assert dump(seen[0])["state"] == "failed"
-        assert dump(seen[0])["feedback"].startswith("VSH could not recover")
+        assert "quarantined" in dump(seen[0])["feedback"]
+        assert seen[0].approver_view()["detail"].startswith("VSH could not recover")
         message = toolset.quarantine
         assert ".vsh-runtime/transactions" in message
         assert "move the folder out" in message
@@ -550,7 +551,7 @@ async def test_a_workspace_vsh_cannot_reopen_after_a_kill_is_quarantined_not_a_c
         assert (root / "log.txt").read_text() == "line 1\n"
         assert (root / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json").exists()
     finally:
-        toolset_module._QUARANTINED.clear()
+        clear_process_quarantine()
 
 
 OTHER_WORKER = r"""
@@ -636,14 +637,14 @@ async def test_a_quarantined_workspace_still_replays_finished_calls(tmp_path: Pa
     recorded result (a durable engine's replay must not change), and nothing runs."""
     import vsh
 
-    import vsh_ai.toolset._facade as toolset_module
+    from vsh_ai.toolset._quarantine import clear_process_quarantine
 
     root = workspace(tmp_path)
     model, seen = scripted(APPEND)
     await Agent(model, toolsets=[VshToolset(root)]).run("append", run_id="r")
     toolset = VshToolset(root)
     try:
-        toolset._quarantine_now(vsh.VshRecoveryError("install committed file: File exists"))
+        toolset.quarantine_state.enter(vsh.VshRecoveryError("install committed file: File exists"))
         replay, replay_seen = scripted(APPEND)
         await Agent(replay, toolsets=[toolset]).run("append", run_id="r")
         assert dump(replay_seen[0]) == dump(seen[0])
@@ -652,4 +653,4 @@ async def test_a_quarantined_workspace_still_replays_finished_calls(tmp_path: Pa
         assert dump(other_seen[0])["state"] == "failed"
         assert (root / "log.txt").read_text() == "line 1\nline 2\n"
     finally:
-        toolset_module._QUARANTINED.clear()
+        clear_process_quarantine()

@@ -168,9 +168,7 @@ async def test_a_judge_that_never_yields_cannot_approve_late(
     make_workspace: Callable[..., Path],
 ) -> None:
     workspace = make_workspace(SERVICE)
-    toolset = VshToolset(workspace, judge=Computes(0.6))
-    toolset.judge_hook = as_hook(Computes(0.6), timeout=0.2)
-    toolset._inner_handler = toolset.judge_hook
+    toolset = VshToolset(workspace, judge=as_hook(Computes(0.6), timeout=0.2))
     result = await toolset.vsh_write("new.txt", "x\n")
     assert result.state == "pending"
     assert result.verdict is not None
@@ -182,9 +180,7 @@ async def test_rule_sets_run_off_the_loop_and_time_out_on_time(
     make_workspace: Callable[..., Path],
 ) -> None:
     workspace = make_workspace(SERVICE)
-    hook = as_hook(RuleSet([SlowRule(seconds=1.5)]), timeout=0.2)
-    toolset = VshToolset(workspace, judge=RuleSet([SlowRule(seconds=1.5)]))
-    toolset.judge_hook, toolset._inner_handler = hook, hook
+    toolset = VshToolset(workspace, judge=as_hook(RuleSet([SlowRule(seconds=1.5)]), timeout=0.2))
     started = time.monotonic()
     result = await toolset.vsh_write("new.txt", "x\n")
     elapsed = time.monotonic() - started
@@ -198,9 +194,7 @@ async def test_a_judge_swallowing_cancellation_does_not_hang_agent_run(
     make_workspace: Callable[..., Path],
 ) -> None:
     workspace = make_workspace(SERVICE)
-    toolset = VshToolset(workspace, judge=Swallows())
-    hook = as_hook(Swallows(), timeout=0.2)
-    toolset.judge_hook, toolset._inner_handler = hook, hook
+    toolset = VshToolset(workspace, judge=as_hook(Swallows(), timeout=0.2))
     returns: list[ToolReturnPart] = []
     with anyio.fail_after(10):
         await Agent(one_call(TLS_OFF, returns), toolsets=[toolset]).run("turn tls off")

@@ -48,10 +48,10 @@ async def test_raw_hook_handler_decision_becomes_the_verdict(
     assert result.verdict is not None
     assert (result.verdict.decision, result.verdict.reason) == ("reject", "no writes to a.txt")
     assert result.feedback == "no writes to a.txt"
-    # The verdict names a.txt: refused work never shows the worker a path the judge named.
-    assert result.diff == "modify: a.txt (contents withheld)\n"
-    assert events == [result.transaction]
-    assert toolset.native.transaction_state(result.transaction) == "rejected"
+    assert (result.diff, result.transaction) == (None, None)  # refused: no program output
+    transaction = result.approver_view()["transaction"]
+    assert events == [transaction]
+    assert toolset.native.transaction_state(transaction) == "rejected"
     assert snapshot_tree(workspace) == {"a.txt": b"a"}
 
 
@@ -79,11 +79,11 @@ async def test_all_requests_scope_sends_reads_to_the_judge(
 ) -> None:
     workspace = make_workspace({"a.txt": "alpha"})
     judge = Judge("reject")
-    toolset = VshToolset(workspace, judge=judge, hook_scope=vsh.HookScope.ALL_REQUESTS)
+    toolset = VshToolset(workspace, judge=judge, judge_scope="all")
     result = await toolset.vsh_read("a.txt")
     assert (result.state, judge.reads) == ("rejected", [("a.txt",)])
     approving = Judge("approve")
-    toolset = VshToolset(workspace, judge=approving, hook_scope=vsh.HookScope.ALL_REQUESTS)
+    toolset = VshToolset(workspace, judge=approving, judge_scope="all")
     read = await toolset.vsh_read("/workspace/a.txt")
     assert (read.state, read.result, len(approving.reads)) == ("read", "alpha", 1)
     # Under the default scope, reads never reach the judge ...
@@ -194,7 +194,7 @@ async def test_duplicate_of_unfinished_preview_asks_for_a_different_program(
         vsh.RunRequest(code, intent=intent, mode=vsh.RunMode.AUTO, detail=vsh.ReceiptDetail.FULL)
     )
     with pytest.raises(
-        ModelRetry, match=f"already submitted .* {other.transaction} .*auto_approved"
+        ModelRetry, match="already submitted on the current workspace and was not committed"
     ):
         await toolset.vsh_run(code, intent)
     assert snapshot_tree(workspace) == {"a.txt": b"a"}
@@ -213,8 +213,12 @@ async def test_file_helpers_each_run_one_transaction(make_workspace: Callable[..
     copied = await toolset.vsh_copy("b.txt", "c.txt")
     assert [(c.path, c.kind) for c in copied.changes] == [("c.txt", "create")]
     moved = await toolset.vsh_move("c.txt", "d.txt")  # a rename goes to review (balanced)
-    assert [(c.path, c.kind) for c in moved.changes] == [("c.txt", "delete"), ("d.txt", "create")]
     assert moved.state == "pending"
+    assert moved.changes == ()  # refused work: the approver sees the changes
+    assert moved.approver_view()["changes"] == [
+        {"path": "c.txt", "kind": "delete"},
+        {"path": "d.txt", "kind": "create"},
+    ]
     with pytest.raises(ModelRetry, match="could not find the requested text"):
         await toolset.vsh_patch("b.txt", "nothere", "x")
     assert snapshot_tree(workspace) == {

@@ -35,7 +35,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
 from vsh_ai.toolset import VshToolset
-from vsh_ai.toolset import _facade as _toolset
+from vsh_ai.toolset._quarantine import clear_process_quarantine
 from vsh_ai.toolset._result import VshResult
 
 pytestmark = pytest.mark.anyio
@@ -261,7 +261,7 @@ import json, sys
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
-from vsh_ai.toolset import _facade as _toolset
+from vsh_ai.toolset._quarantine import clear_process_quarantine
 from vsh_ai.toolset import VshToolset
 
 workspace, history_json, call_id = sys.argv[1:4]
@@ -336,7 +336,8 @@ def quarantined(make_workspace: Callable[..., Path]) -> Path:
     marker.parent.mkdir(parents=True, exist_ok=True)
     # What the toolset writes after a VshRecoveryError (see the reproduction below).
     toolset = VshToolset(workspace)
-    toolset._quarantine_now(vsh.VshRecoveryError("install committed file a.txt: File exists"))
+    error = vsh.VshRecoveryError("install committed file a.txt: File exists")
+    toolset.quarantine_state.enter(error)
     assert marker.exists()
     return workspace
 
@@ -356,7 +357,7 @@ async def test_after_a_recovery_error_nothing_commits(quarantined: Path) -> None
         assert "QUARANTINED.json" in (result.feedback or "")
     assert snapshot_tree(workspace) == {"a.txt": b"a\n"}
     (workspace / ".vsh-runtime" / "vsh-ai" / "QUARANTINED.json").unlink()
-    _toolset._QUARANTINED.clear()
+    clear_process_quarantine()
     assert (await VshToolset(workspace).vsh_write("a.txt", "b")).state == "committed"
 
 

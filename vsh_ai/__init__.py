@@ -31,6 +31,7 @@ from .toolset import (
     ApprovalMode,
     CallKey,
     ChangedPath,
+    InvalidPrincipal,
     JudgeScope,
     OutputLimits,
     ToolName,
@@ -41,6 +42,7 @@ from .toolset import (
     VshResult,
     VshToolset,
     default_call_key,
+    denial,
 )
 
 __all__ = (
@@ -57,6 +59,7 @@ __all__ = (
     "EvidenceGap",
     "ExecutionInfo",
     "FailureCategory",
+    "InvalidPrincipal",
     "Judge",
     "JudgeFile",
     "JudgeFileError",
@@ -84,6 +87,7 @@ __all__ = (
     "WrittenVersion",
     "as_hook",
     "default_call_key",
+    "denial",
     "judge_digest",
     "load_judge",
     "load_judge_file",

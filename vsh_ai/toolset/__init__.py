@@ -1,10 +1,18 @@
 """The VSH toolset for Pydantic AI, laid out as a transaction's path.
 
-One tool call is one VSH transaction: ``_workspace`` (open and check the workspace),
-``_driver`` (native preview, hook resolution and commit, off the event loop),
-``_journal`` (exactly-once records), ``_bindings`` (signed approval bindings),
-``_deferred`` (Pydantic AI's deferred-approval flow), ``_result`` (the model-facing
-result type) and ``_facade`` (:class:`VshToolset`, a thin ``FunctionToolset``).
+One tool call is one VSH transaction, one stage a module:
+
+- ``_workspace``: check the workspace and the state directory; ``_hook``: open VSH with
+  the reviewer (judge, hook or person) and answer its hook calls;
+- ``_transaction``: preview, review, commit, and every outside failure, as an outcome;
+- ``_records`` over ``_journal``: exactly-once records of each call; ``_deferred`` over
+  ``_bindings``: Pydantic AI's deferred approval bound to exact transactions;
+- ``_render``: the ONE renderer of what the worker, the spans and the approver see;
+- ``_driver``: native VSH calls off the event loop; ``_quarantine``: stop after recovery
+  errors; ``_config``, ``_call_key``, ``_principal``, ``_result``, ``_tools``,
+  ``_instructions``: the pieces they share;
+- ``_facade``: :class:`VshToolset`, a thin ``FunctionToolset`` over them, and
+  :class:`VshCapability`.
 """
 
 from ._bindings import VshApprovalError
@@ -17,12 +25,14 @@ from ._facade import (
     VshCapability,
     VshToolset,
 )
+from ._principal import InvalidPrincipal, denial
 from ._result import ChangedPath, OutputLimits, ToolState, VshResult
 
 __all__ = (
     "ApprovalMode",
     "CallKey",
     "ChangedPath",
+    "InvalidPrincipal",
     "JudgeScope",
     "OutputLimits",
     "ToolName",
@@ -33,4 +43,5 @@ __all__ = (
     "VshResult",
     "VshToolset",
     "default_call_key",
+    "denial",
 )

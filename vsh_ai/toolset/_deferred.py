@@ -1,17 +1,12 @@
-"""Deferred approval for VshToolset: bind a call to its pending transaction, replay it,
-resume it once approved (from any process), record denials and expiries for good.
-
-A mixin: :class:`~vsh_ai.toolset._facade.VshToolset` supplies the runtime driver, the stores and
-the result helpers declared below.
-"""
+"""The deferred-approval stage: bind a call to its pending transaction, replay it, resume it
+once a person approves (from any process), record denials and expiries for good."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections import OrderedDict
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import vsh
@@ -19,7 +14,6 @@ from pydantic_ai import ApprovalRequired, RunContext
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.toolsets import ToolsetTool
 
-from .._evidence import Evidence
 from ._bindings import (
     ApprovalBinding,
     ApprovalStore,
@@ -28,63 +22,44 @@ from ._bindings import (
     args_digest,
     harvest_capture,
 )
-from ._driver import WorkspaceDriver, is_recovery, now_ms
+from ._driver import is_recovery, now_ms
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
-from ._result import (
-    MAX_CHANGES,
-    ChangedPath,
-    OutputLimits,
-    ToolState,
-    VshResult,
-    bound_text,
-    build_result,
-)
-from ._spans import open_span, span_attributes
+from ._principal import InvalidPrincipal, check_principal, parse_denial
+from ._render import Outcome, span_attributes
+from ._result import MAX_CHANGES, ChangedPath, ToolState, VshResult, bound_text
+from ._spans import open_span
+from ._transaction import Transactions
 
-__all__ = ("DeferredApprovals",)
+__all__ = ("DeferredFlow",)
+
+_ENDED: dict[str, tuple[ToolState, str | None]] = {
+    "committed": ("committed", None),
+    "denied": (
+        "rejected",
+        "A person denied this change; it will never be committed. Do not resubmit it unchanged.",
+    ),
+    "rejected": ("rejected", "The change was rejected; it will never be committed."),
+    "expired": (
+        "stale",
+        "The approval request expired, so nothing was committed; submit the change again if "
+        "it is still wanted.",
+    ),
+    "stale": ("stale", "The workspace changed before approval; nothing was committed."),
+    "failed": ("failed", "The approved commit failed; nothing was committed."),
+}
 
 
-class DeferredApprovals:
-    """The deferred-approval half of :class:`~vsh_ai.toolset._facade.VshToolset`."""
+class DeferredFlow:
+    """Pydantic AI's deferred approval, bound to exact VSH transactions."""
 
-    approval_ttl: float
-    limits: OutputLimits
-    store: ApprovalStore | None
-    driver: WorkspaceDriver
-    quarantine: str | None
-    _committed_views: OrderedDict[str, VshResult]
+    def __init__(self, transactions: Transactions, store: ApprovalStore) -> None:
+        self.tx = transactions
+        self.store = store
+        self.driver = transactions.driver
+        self.ttl = transactions.config.approval_ttl
 
-    def _quarantined(self) -> VshResult:
-        raise NotImplementedError
-
-    def _quarantine_now(self, error: BaseException) -> None:
-        raise NotImplementedError
-
-    def _stale(self, feedback: str, transaction: str | None = None) -> VshResult:
-        raise NotImplementedError
-
-    def _failed(self, feedback: str, *, retry: bool, transaction: str | None = None) -> VshResult:
-        raise NotImplementedError
-
-    def _outside_failure(self, error: vsh.VshRuntimeError) -> VshResult:
-        raise NotImplementedError
-
-    def _journal_prepare(
-        self,
-        call: CurrentCall | None,
-        transaction: str,
-        expected: VshResult,
-        decision: vsh.HookDecision | None = None,
-        hook_id: str = "",
-    ) -> VshResult:
-        raise NotImplementedError
-
-    async def _defer(
-        self,
-        result: VshResult,
-        call: CurrentCall | None,
-        program: tuple[str, str, Literal["monty", "bash"]] | None = None,
-        evidence: Evidence | None = None,
+    async def defer(
+        self, result: VshResult, call: CurrentCall | None, program: tuple[str, str, str]
     ) -> None:
         """Bind the tool call to the pending transaction durably, then ask for approval.
 
@@ -92,60 +67,53 @@ class DeferredApprovals:
         is simply returned, as in feedback mode. A call is bound once: ``save`` keeps an
         existing binding of the same call (id and arguments).
         """
-        if call is None or call.ctx.tool_call_id is None or self.store is None:
+        if call is None or call.ctx.tool_call_id is None:
             return
-        assert result.transaction is not None
-        harvest = None
-        if program is not None:
-            code, intent, language = program
-            harvest = harvest_capture(
-                tool=call.name,
-                program=code,
-                intent=intent,
-                language=language,
-                evidence=evidence,
-                verdict=result.verdict,
-            )
-        metadata = result.approver_view()
-        metadata["requested_unix_ms"] = now_ms()
+        view = result.approver_view()
+        transaction = view.get("transaction")
+        if not isinstance(transaction, str):
+            return
+        evidence = self.tx.hook.pending(transaction) if self.tx.hook is not None else None
+        code, intent, language = program
+        harvest = harvest_capture(
+            tool=call.name,
+            program=code,
+            intent=intent,
+            language="bash" if language == "bash" else "monty",
+            evidence=evidence,
+            verdict=result.verdict,
+        )
+        metadata = {**view, "requested_unix_ms": now_ms()}
         binding = self.store.save(
             tool_call_id=call.ctx.tool_call_id,
             tool_name=call.name,
             digest=args_digest(call.name, call.args),
-            transaction=result.transaction,
-            changes=tuple(ChangedPath(path=c["path"], kind=c["kind"]) for c in metadata["changes"])[
+            transaction=transaction,
+            changes=tuple(ChangedPath(path=c["path"], kind=c["kind"]) for c in view["changes"])[
                 :MAX_CHANGES
             ],
-            changes_omitted=result.changes_omitted,
-            risk_flags=result.risk_flags,
+            changes_omitted=view["changes_omitted"],
+            risk_flags=tuple(view["risk_flags"]),
             metadata=metadata,
             harvest=harvest,
-            on_commit=self._committed_views.pop(result.transaction, None),
+            on_commit=self.tx.committed_views.pop(transaction, None),
             call_key=call.key or "",
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
-    async def _replay(self, binding: ApprovalBinding) -> VshResult:
+    async def replay(self, binding: ApprovalBinding) -> VshResult:
         """The same call (id and arguments) again, e.g. a durable engine re-running a turn:
         never run or bind it again; report the bound transaction's state."""
-        binding = await self._settle(binding)
+        binding = await self.settle(binding)
         if binding.end_state == "pending":
             raise ApprovalRequired(metadata=binding.metadata)
-        return self._ended(binding)
+        return self.ended(binding)
 
-    async def _settle(self, binding: ApprovalBinding) -> ApprovalBinding:
+    async def settle(self, binding: ApprovalBinding) -> ApprovalBinding:
         """Bring a pending binding's recorded end state in line with VSH and the TTL."""
-        if binding.end_state != "pending" or self.store is None:
+        if binding.end_state != "pending":
             return binding
         state = await self.driver.state(binding.transaction)
-        ended: dict[str, EndState] = {
-            "committed": "committed",
-            "rejected": "rejected",
-            "stale": "stale",
-            "expired": "expired",
-            "denied": "denied",
-            "failed": "failed",
-        }
         if state == "failed":
             return self.store.finish(
                 binding,
@@ -154,60 +122,41 @@ class DeferredApprovals:
                 "process stopped during the commit); nothing was committed. Submit the change "
                 "again if it is still wanted.",
             )
-        if state in ended:
-            return self.store.finish(binding, ended[state])
-        if now_ms() - binding.created_unix_ms > self.approval_ttl * 1000:
-            await self._release(binding.transaction, "approval request expired")
+        if state in ("committed", "rejected", "stale", "expired", "denied"):
+            end: EndState = state  # type: ignore[assignment]
+            return self.store.finish(binding, end)
+        if now_ms() - binding.created_unix_ms > self.ttl * 1000:
+            await self.release(binding.transaction, "approval request expired")
             return self.store.finish(
                 binding,
                 "expired",
-                f"The approval request expired (older than approval_ttl={self.approval_ttl:g}s).",
+                f"The approval request expired (older than approval_ttl={self.ttl:g}s).",
             )
         return binding
 
-    def _ended(self, binding: ApprovalBinding) -> VshResult:
-        state: ToolState
-        notes: dict[str, tuple[ToolState, str | None]] = {
-            "committed": ("committed", None),
-            "denied": (
-                "rejected",
-                "A person denied this change; it will never be committed. Do not resubmit it "
-                "unchanged.",
-            ),
-            "rejected": ("rejected", "The change was rejected; it will never be committed."),
-            "expired": (
-                "stale",
-                "The approval request expired, so nothing was committed; submit the change "
-                "again if it is still wanted.",
-            ),
-            "stale": ("stale", "The workspace changed before approval; nothing was committed."),
-            "failed": ("failed", "The approved commit failed; nothing was committed."),
-        }
-        state, note = notes.get(binding.end_state, ("failed", "Unknown approval state."))
-        result = build_result(
-            state,
-            receipt=None,
-            limits=self.limits,
-            changes=binding.changes,
-            changes_omitted=binding.changes_omitted,
-            transaction=binding.transaction,
-            feedback=binding.end_note or note,
+    def ended(self, binding: ApprovalBinding) -> VshResult:
+        state, note = _ENDED.get(binding.end_state, ("failed", "Unknown approval state."))
+        return self.tx.render(
+            Outcome(
+                state,
+                changes=binding.changes,
+                changes_omitted=binding.changes_omitted,
+                transaction=binding.transaction,
+                feedback=binding.end_note or note,
+            )
         )
-        return result
 
-    async def _release(self, transaction: str, reason: str) -> None:
+    async def release(self, transaction: str, reason: str) -> None:
         """Move a pending transaction to VSH's terminal ``rejected`` where VSH allows."""
         with contextlib.suppress(vsh.VshRuntimeError):
             await self.driver.release(transaction, reason)
 
-    async def _record_denials(
+    async def record_denials(
         self, ctx: RunContext[Any], tools: dict[str, ToolsetTool[Any]]
     ) -> None:
         """Record ToolDenied answers durably: a denied call is never committed later."""
-        assert self.store is not None
         calls: dict[str, ToolCallPart] = {}
-        denied: list[str] = []
-        denied_parts: dict[str, ToolReturnPart] = {}
+        denied: dict[str, ToolReturnPart] = {}
         for message in ctx.messages:
             if isinstance(message, ModelResponse):
                 for part in message.parts:
@@ -219,117 +168,123 @@ class DeferredApprovals:
                         isinstance(request_part, ToolReturnPart)
                         and request_part.outcome == "denied"
                     ):
-                        denied.append(request_part.tool_call_id)
-                        denied_parts[request_part.tool_call_id] = request_part
-        for call_id in denied:
-            call = calls.get(call_id)
-            tool = tools.get(call.tool_name) if call is not None else None
-            if call is None or tool is None:
+                        denied[request_part.tool_call_id] = request_part
+        for call_id, denied_part in denied.items():
+            call_part = calls.get(call_id)
+            tool = tools.get(call_part.tool_name) if call_part is not None else None
+            if call_part is None or tool is None:
                 continue
             try:
-                validated = tool.args_validator.validate_python(call.args_as_dict())
-                binding = self.store.load(call_id, args_digest(call.tool_name, validated))
+                validated = tool.args_validator.validate_python(call_part.args_as_dict())
+                binding = self.store.load(call_id, args_digest(call_part.tool_name, validated))
             except (VshApprovalError, ValueError):
                 continue
             if binding is None or binding.end_state != "pending":
                 continue
-            self.store.finish(binding, "denied", message=_denial_message(denied_parts.get(call_id)))
-            await self._release(binding.transaction, "denied by the approver")
+            principal, note = _denial_of(denied_part)
+            self.store.finish(binding, "denied", principal=principal, message=note)
+            await self.release(binding.transaction, "denied by the approver")
 
-    async def _resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
+    async def resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
         call_id = binding.tool_call_id
         metadata = ctx.tool_call_metadata
         principal = metadata.get("principal") if isinstance(metadata, dict) else None
-        if not isinstance(principal, str) or not principal.strip():
+        if principal is None:
             raise VshApprovalError(
                 f"approving tool call {call_id!r} needs a principal: pass "
                 f"DeferredToolResults(metadata={{{call_id!r}: {{'principal': 'name'}}}})"
             )
-        transaction = binding.transaction
-        with open_span("vsh-ai approve", tool=name, transaction=transaction) as span:
-            binding = await self._settle(binding)
+        try:
+            principal = check_principal(principal, where=f"the principal approving {call_id!r}")
+        except InvalidPrincipal as error:
+            raise VshApprovalError(str(error)) from None
+        with open_span("vsh-ai approve", tool=name) as span:
+            binding = await self.settle(binding)
             if binding.end_state != "pending":
-                result = self._ended(binding)
+                result = self.ended(binding)
             else:
-                result = await self._approve_and_commit(binding, principal)
+                result = await self.approve_and_commit(binding, principal)
             span.set_attributes(span_attributes(result))
         return result
 
-    def _committed_view(self, binding: ApprovalBinding) -> VshResult:
+    def committed_view(self, binding: ApprovalBinding) -> VshResult:
         """What an approved, committed resume of ``binding`` returns (replays included)."""
         if binding.on_commit is not None and binding.on_commit.state == "committed":
             return binding.on_commit
-        return build_result(
-            "committed",
-            receipt=None,
-            limits=self.limits,
-            changes=binding.changes,
-            changes_omitted=binding.changes_omitted,
-            transaction=binding.transaction,
+        return self.tx.render(
+            Outcome(
+                "committed",
+                changes=binding.changes,
+                changes_omitted=binding.changes_omitted,
+                transaction=binding.transaction,
+            )
         )
 
-    async def _approve_and_commit(self, binding: ApprovalBinding, principal: str) -> VshResult:
-        assert self.store is not None
+    async def approve_and_commit(self, binding: ApprovalBinding, principal: str) -> VshResult:
         transaction = binding.transaction
-        if self.quarantine is not None:
-            return self._quarantined()
-        expected = self._committed_view(binding)
-        prepare = partial(self._journal_prepare, CURRENT_CALL.get(), transaction, expected)
+        if self.tx.quarantine.active:
+            return self.tx.quarantined()
+        expected = self.committed_view(binding)
+        prepare = partial(self.tx.records.prepare, CURRENT_CALL.get(), transaction, expected)
         try:
             expected = await anyio.to_thread.run_sync(prepare)
         except JournalUnavailable as error:  # the approval stays pending: nothing is lost
-            return self._failed(f"{error}; nothing was committed.", retry=False)
+            return self.tx.failed(f"{error}; nothing was committed.", retry=False)
         except AlreadyDone as done:  # another process finished this resume
-            return done.entry.result or self._failed("no recorded result", retry=False)
+            return done.entry.result or self.tx.failed("no recorded result", retry=False)
         try:
             final = await self.driver.approve_and_commit(
-                transaction, principal, int(self.approval_ttl * 1000)
+                transaction, principal, int(self.ttl * 1000)
             )
         except vsh.VshStaleError as error:
             note = (
-                f"{bound_text(str(error), self.limits.error)}. VSH revalidates every path the "
-                "transaction depends on, including the folder that holds a new file: another "
-                "change committed in the same folder (e.g. approving many new files in one "
-                "folder at once) makes this one stale. Approve such changes one at a time, or "
-                "have the agent make them in one program."
+                "The files this change depends on changed before it could commit, so nothing "
+                "was committed. VSH revalidates every path the transaction depends on, "
+                "including the folder that holds a new file: another change committed in the "
+                "same folder (e.g. approving many new files in one folder at once) makes this "
+                "one stale. Approve such changes one at a time, or have the agent make them in "
+                "one program."
             )
-            return self._ended(self.store.finish(binding, "stale", note, principal))
+            ended = self.store.finish(binding, "stale", note, principal)
+            return self._with_detail(self.ended(ended), str(error))
         except vsh.VshRecoveryError as error:
-            self._quarantine_now(error)
-            return self._quarantined()
+            self.tx.quarantine.enter(error)
+            return self.tx.quarantined()
         except vsh.VshStateError as error:
             if "policy changed" in str(error):
                 note = (
                     "This approval was requested under a different VSH policy profile than the "
                     "one this toolset runs with; nothing was committed. Submit the change again."
                 )
-                await self._release(transaction, "policy changed")
-                return self._ended(self.store.finish(binding, "stale", note))
-            state = await self._final_state(transaction)
+                await self.release(transaction, "policy changed")
+                return self.ended(self.store.finish(binding, "stale", note))
+            state = await self.final_state(transaction)
             if state == "committed":  # another resume (thread or process) committed it
-                return self._ended(self.store.finish(binding, "committed", "", principal))
-            return self._stale(
-                f"Another approval of this call is being applied (VSH state {state}); nothing "
-                "more was committed by this one. Check the result of the other approval.",
-                transaction,
+                return self.ended(self.store.finish(binding, "committed", "", principal))
+            return self.tx.stale(
+                "Another approval of this call is being applied; nothing more was committed by "
+                "this one. Check the result of the other approval.",
+                detail=f"VSH state {state}",
             )
         except vsh.VshRuntimeError as error:
             if is_recovery(error):
-                self._quarantine_now(error)
-                return self._quarantined()
-            failed = self._outside_failure(error)
+                self.tx.quarantine.enter(error)
+                return self.tx.quarantined()
+            failed = self.tx.outside_failure(error)
             self.store.finish(binding, "failed", failed.feedback or "")
             return failed
         if final.state != "committed":
-            return self._failed(
-                f"approved commit ended in state {final.state!r}",
-                retry=False,
-                transaction=transaction,
-            )
+            return self.tx.failed(f"approved commit ended in state {final.state!r}", retry=False)
         self.store.finish(binding, "committed", "", principal)
         return expected
 
-    async def _final_state(self, transaction: str, wait: float = 5.0) -> str:
+    def _with_detail(self, result: VshResult, detail: str) -> VshResult:
+        view = result.approver_view()
+        view["detail"] = bound_text(detail, self.tx.limits.error)
+        result._approver = view
+        return result
+
+    async def final_state(self, transaction: str, wait: float = 5.0) -> str:
         """VSH's state of ``transaction`` once no other process is mid-commit (bounded wait)."""
         deadline = time.monotonic() + wait
         state = await self.driver.state(transaction)
@@ -342,8 +297,11 @@ class DeferredApprovals:
         return state
 
 
-def _denial_message(part: ToolReturnPart | None) -> str:
-    """The approver's denial message as recorded for harvest ("" when none was given)."""
-    if part is None or not isinstance(part.content, str):
-        return ""
-    return part.content[:2000]
+def _denial_of(part: ToolReturnPart) -> tuple[str, str]:
+    """Who denied and their note, when the app used :func:`~vsh_ai.toolset.denial`; else
+    no principal and the message as the note (bounded)."""
+    content = part.content if isinstance(part.content, str) else ""
+    parsed = parse_denial(content)
+    if parsed is not None:
+        return parsed
+    return "", content[:2000]

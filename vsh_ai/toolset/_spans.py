@@ -1,4 +1,4 @@
-"""Logfire spans for the toolset: ids, states and counts only, never contents."""
+"""Logfire spans for the toolset (their attributes come from the renderer)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from typing import Any
 
 import logfire
 
-from ._result import VshResult, safe_deny_reason
-
-__all__ = ("open_span", "span_attributes")
+__all__ = ("open_span",)
 
 
 class _NoSpan:
@@ -34,20 +32,3 @@ def open_span(name: str, **attributes: Any) -> Any:
     if not getattr(logfire.DEFAULT_LOGFIRE_INSTANCE.config, "_initialized", True):
         return _NoSpan()
     return logfire.span(name, **attributes)
-
-
-def span_attributes(result: VshResult) -> dict[str, Any]:
-    """Ids, state and counts only: never contents, intent or guest output."""
-    attributes: dict[str, Any] = {
-        "transaction": result.transaction or "",
-        "state": result.state,
-        "changed_paths": len(result.changes),
-    }
-    if result.verdict is not None:
-        attributes["verdict"] = result.verdict.decision
-        attributes["decided_by"] = result.verdict.judge
-    if result.deny_reason:
-        attributes["deny_reason"] = safe_deny_reason(result.deny_reason)
-    if result.verdict is not None and result.verdict.failure:
-        attributes["failure"] = result.verdict.failure
-    return attributes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import vsh
@@ -9,7 +10,10 @@ from pydantic_ai import ModelRetry
 
 from ._result import VshResult
 
-__all__ = ("FileTools",)
+__all__ = ("FileTools", "RunProgram")
+
+RunProgram = Callable[..., Awaitable[VshResult]]
+"""``run(code, intent, language=vsh.Language.MONTY, *, tool="vsh_run") -> VshResult``."""
 
 
 def guest_path(path: str) -> str:
@@ -18,19 +22,12 @@ def guest_path(path: str) -> str:
 
 
 class FileTools:
-    """Tool methods; arguments reach guest code only through ``repr()`` literals."""
+    """The tool functions, each one VSH transaction through ``run``; arguments reach guest
+    code only through ``repr()`` literals."""
 
-    bash_enabled: bool
-
-    async def run_program(
-        self,
-        code: str,
-        intent: str,
-        language: vsh.Language = vsh.Language.MONTY,
-        *,
-        tool: str = "vsh_run",
-    ) -> VshResult:
-        raise NotImplementedError
+    def __init__(self, run: RunProgram, *, bash_enabled: bool) -> None:
+        self.run_program = run
+        self.bash_enabled = bash_enabled
 
     async def vsh_run(
         self, code: str, intent: str, language: Literal["monty", "bash"] = "monty"
