@@ -144,7 +144,8 @@ async def test_refused_work_keeps_a_useful_answer(make_workspace: Callable[..., 
     own = await toolset.vsh_run("vsh_write('/workspace/notes.txt', 'hello\\n')", "greet")
     assert own.state == "pending"
     assert (own.diff, own.changes, own.transaction) == (None, (), None)
-    assert own.feedback and "NOT applied" in own.next_step
+    assert own.feedback
+    assert "NOT applied" in own.next_step
     assert "-hi\n+hello" in own.approver_view()["diff"]
     copied = await toolset.vsh_run(
         "vsh_write('/workspace/notes.txt', 'hello\\n')\n"

@@ -190,7 +190,7 @@ async def test_duplicate_of_unfinished_preview_asks_for_a_different_program(
     toolset = VshToolset(workspace)
     code, intent = "vsh_write('/workspace/a.txt', 'b')", "write b"
     # Another caller previewed the identical request and has not committed it yet.
-    other = toolset.native.preview(
+    toolset.native.preview(
         vsh.RunRequest(code, intent=intent, mode=vsh.RunMode.AUTO, detail=vsh.ReceiptDetail.FULL)
     )
     with pytest.raises(

@@ -293,15 +293,19 @@ _GUEST_WITHHELD = (
 )
 
 
-def guest_retry(text: str, stderr: str, *, reviewed: bool, limits: OutputLimits) -> str:
+def guest_retry(
+    text: str, stderr: str, *, reviewed: bool, helper: bool, limits: OutputLimits
+) -> str:
     """The retry prompt for a program that failed inside VSH (nothing was changed).
 
     Without a reviewer the worker may see everything its programs can read: the whole
     error (secrets redacted). With one, only what is a function of the program text: a
     parse error (VSH reports it before anything runs: no ``in <module>`` frame), else a
-    fixed message.
+    fixed message. A file helper's program is the toolset's own one-line call on the
+    model's arguments (``helper``): VSH's error about it (a missing path, text not found)
+    names only those arguments, so it is shown.
     """
-    if not reviewed:
+    if not reviewed or helper:
         shown = redact(text) + (f"\n{redact(stderr)}" if stderr else "")
     elif _is_parse_error(text):
         shown = redact(text)

@@ -194,7 +194,7 @@ class Transactions:
         retry: ModelRetry | None = None
         with open_span("vsh-ai transaction", tool=tool, language=language_name(language)) as span:
             try:
-                result = await self._transact(request)
+                result = await self._transact(request, helper=tool != "vsh_run")
                 span.set_attributes(span_attributes(result))
             except ModelRetry as error:  # re-raised outside: guest text stays out of spans
                 span.set_attribute("state", "guest_error")
@@ -205,13 +205,13 @@ class Transactions:
             await defer(result, call, (code, intent, language_name(language)))  # type: ignore[misc]
         return result
 
-    async def _transact(self, request: vsh.RunRequest) -> VshResult:
+    async def _transact(self, request: vsh.RunRequest, *, helper: bool) -> VshResult:
         """One transaction; VSH holds at most 64 unfinished previews per process, so a call
         that finds them all in use waits for one, up to ``_CAPACITY_WAIT_S``."""
         deadline = time.monotonic() + _CAPACITY_WAIT_S
         while True:
             try:
-                return await self._transact_guarded(request)
+                return await self._transact_guarded(request, helper=helper)
             except _CapacityFull:
                 if time.monotonic() > deadline:
                     return self.failed(
@@ -221,9 +221,9 @@ class Transactions:
                     )
                 await anyio.sleep(0.05)
 
-    async def _transact_guarded(self, request: vsh.RunRequest) -> VshResult:
+    async def _transact_guarded(self, request: vsh.RunRequest, *, helper: bool) -> VshResult:
         try:
-            return await self._transact_once(request)
+            return await self._transact_once(request, helper=helper)
         except vsh.VshRecoveryError as error:
             self.quarantine.enter(error)
             return self.quarantined()
@@ -261,7 +261,7 @@ class Transactions:
 
         return check
 
-    async def _transact_once(self, request: vsh.RunRequest) -> VshResult:
+    async def _transact_once(self, request: vsh.RunRequest, *, helper: bool) -> VshResult:
         check = self.host_check(time.time_ns())
         call = CURRENT_CALL.get()
         expected: list[VshResult] = []
@@ -281,7 +281,7 @@ class Transactions:
                     request, host_check=check, before_commit=before_commit, commit=not hold
                 )
         except vsh.VshExecutionError as error:
-            return self.guest_error(error)
+            return self.guest_error(error, helper=helper)
         except vsh.VshStateError as error:
             if "preview capacity" in str(error):
                 raise _CapacityFull from None
@@ -441,7 +441,7 @@ class Transactions:
 
     # -- failures of the program itself ---------------------------------------------------
 
-    def guest_error(self, error: vsh.VshExecutionError) -> VshResult:
+    def guest_error(self, error: vsh.VshExecutionError, *, helper: bool) -> VshResult:
         """A failed program: a retry the model can act on, without bytes it must not see.
 
         Host churn is ``stale``; a ``PermissionError`` is a denial with VSH's category
@@ -472,7 +472,9 @@ class Transactions:
                 )
             )
         raise ModelRetry(
-            guest_retry(text, stderr, reviewed=self.config.reviewed, limits=self.limits)
+            guest_retry(
+                text, stderr, reviewed=self.config.reviewed, helper=helper, limits=self.limits
+            )
         )
 
     async def duplicate(self, error: vsh.VshStateError, code: str) -> VshResult:
