@@ -365,7 +365,7 @@ class SignedRecords:
         """The main path of every record in the folder (from either copy), sorted."""
         try:
             names = os.listdir(self.directory)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         stems = {
             self.directory / (name[: -len(suffix)] + ".json")
@@ -626,7 +626,9 @@ class ApprovalStore(SignedRecords):
         """Every binding file: ``(path, binding, "")`` when it verifies, else
         ``(path, None, reason)`` (unreadable, corrupt, modified outside vsh-ai, or of
         another workspace)."""
-        for path in self._stems():
+        with self._guard("read"):
+            stems = self._stems()
+        for path in stems:
             try:
                 binding = self._read_record(
                     path, ApprovalBinding.model_validate_json, what="binding", fix=_BINDING_FIX
