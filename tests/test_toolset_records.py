@@ -46,6 +46,7 @@ from vsh_ai.toolset._bindings import (
     ApprovalStore,
     SignedRecords,
     VshApprovalError,
+    conversation_digest,
     load_signing_key,
     response_digest,
 )
@@ -510,6 +511,24 @@ def test_an_older_journal_record_copied_over_a_finished_one_changes_nothing(
     assert journal.load("k", "d" * 64).phase == "done"  # type: ignore[union-attr]
 
 
+def test_an_empty_copy_counts_as_missing_only_beside_a_valid_one(
+    tmp_path: Path, key_file: Path
+) -> None:
+    """A power cut can leave the (never fsynced) mirror empty: the main copy answers. An
+    empty record with nothing beside it is refused, never read as "no record"."""
+    journal = CommitJournal(tmp_path / "journal")
+    prepare(journal)
+    path = journal.path_for("k")
+    journal.mirror(path).write_bytes(b"")
+    assert journal.load("k", "d" * 64).phase == "prepared"  # type: ignore[union-attr]
+    path.write_bytes(b"")
+    with pytest.raises(VshApprovalError, match="is empty"):
+        journal.load("k", "d" * 64)
+    journal.mirror(path).unlink()
+    with pytest.raises(VshApprovalError, match="is empty"):
+        journal.load("k", "d" * 64)
+
+
 def test_two_different_copies_with_one_sequence_are_refused(tmp_path: Path, key_file: Path) -> None:
     first = CommitJournal(tmp_path / "a")
     second = CommitJournal(tmp_path / "b")
@@ -710,6 +729,10 @@ async def test_response_digest_is_kept_by_a_resume_and_differs_in_a_new_conversa
     assert len(asked) == 64
     assert on_resume == asked
     assert new_conversation != asked
+    # Outside a tool call (recording a denial), from the history and the call id.
+    assert conversation_digest(history, "call_0") == asked
+    assert conversation_digest(again.all_messages(), "call_0") == new_conversation
+    assert conversation_digest(history, "call_9") == ""
 
 
 def test_response_digest_outside_a_tool_call_is_empty() -> None:

@@ -31,13 +31,18 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai import RunContext
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ToolCallPart,
+)
 
 from ._driver import now_ms
 from ._files import (
@@ -64,6 +69,7 @@ __all__ = (
     "VshApprovalError",
     "approval_key_path",
     "args_digest",
+    "conversation_digest",
     "harvest_capture",
     "load_signing_key",
     "response_digest",
@@ -93,16 +99,22 @@ def response_digest(ctx: RunContext[Any]) -> str:
     Taken over the response's timestamp, model name, provider response id and parts (as
     Pydantic AI serialises them): a resume of the same run carries the identical message
     (also after a JSON round trip of the history, or a durable engine's replay), while a
-    new conversation that reuses the call id has another response. The last response
-    holding a :class:`~pydantic_ai.messages.ToolCallPart` with ``ctx.tool_call_id`` is the
-    one being handled.
+    new conversation that reuses the call id has another response. See
+    :func:`conversation_digest`.
     """
-    call_id = ctx.tool_call_id
-    if call_id is None:
+    if ctx.tool_call_id is None:
         return ""
-    for message in reversed(ctx.messages):
+    return conversation_digest(ctx.messages, ctx.tool_call_id)
+
+
+def conversation_digest(messages: Sequence[ModelMessage], tool_call_id: str) -> str:
+    """:func:`response_digest` for a history and a call id (e.g. a denied call found in
+    ``ctx.messages`` outside any tool call): the digest of the last
+    :class:`~pydantic_ai.messages.ModelResponse` holding a ``ToolCallPart`` with that id,
+    "" when there is none."""
+    for message in reversed(messages):
         if isinstance(message, ModelResponse) and any(
-            isinstance(part, ToolCallPart) and part.tool_call_id == call_id
+            isinstance(part, ToolCallPart) and part.tool_call_id == tool_call_id
             for part in message.parts
         ):
             [dumped] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
@@ -327,13 +339,20 @@ class SignedRecords:
         """The newest valid copy of the record at ``path`` (None when neither exists).
 
         A copy that is corrupt or signed with another key raises :class:`VshApprovalError`;
-        two different copies claiming one sequence number too. ``OSError`` (including
+        two different copies claiming one sequence number too. An empty copy counts as
+        missing when the other one is valid. ``OSError`` (including
         :class:`~vsh_ai.toolset._files.StateFileError`) propagates.
         """
         found: list[_R] = []
+        empty: list[Path] = []
         for copy in (path, self.mirror(path)):
             raw = read_state_file(copy)
             if raw is None:
+                continue
+            if not raw.strip():
+                # What a power cut can leave of a write that was not fsynced (the mirror
+                # never is): no worse than a missing copy when the other one is valid.
+                empty.append(copy)
                 continue
             try:
                 record = parse(raw)
@@ -348,6 +367,8 @@ class SignedRecords:
                 )
             found.append(record)
         if not found:
+            if empty:
+                raise VshApprovalError(f"{empty[0]}: {what} is empty (cut short?); {fix}")
             return None
         newest = max(found, key=lambda r: r.sequence)
         if (
