@@ -2,10 +2,12 @@
 
 A worker process (tests/durable_temporal_worker.py) sets ``VSH_AI_TEMPORAL_CASES`` (a
 JSON list of case directories), then imports this module once: it builds one agent per
-case, each with a :class:`~vsh_ai.VshToolset` on ``<case dir>/ws`` and Pydantic AI's
-``TemporalDurability``, configured by ``<case dir>/case.json``: ``path`` (``auto`` or
-``judged``), ``journal`` (false: the "before" figures) and ``key`` (``default``,
-``activity`` or the wrong ``attempt``: which call key the journal uses).
+case, each with a :class:`~vsh_ai.VshToolset` on ``<case dir>/ws``, configured by
+``<case dir>/case.json``: ``engine`` (``durability``: Pydantic AI's ``TemporalDurability``
+capability; ``agent``: the deprecated ``TemporalAgent`` wrapper), ``path`` (``auto`` or
+``judged``), ``journal`` (false: the "before" figures), ``key`` (``default``, ``activity``
+or the wrong ``attempt``: which call key the journal uses) and ``inline`` (true: the VSH
+tool runs in workflow code, its activity turned off, so every replay runs it again).
 
 The workflow module imports this one through ``workflow.unsafe.imports_passed_through()``:
 Temporal's sandbox then shares this host module (and its native VSH runtimes) instead of
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from durable_support import CountingJudge, tool_returns
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.durable_exec.temporal import TemporalDurability
+from pydantic_ai.agent.abstract import AbstractAgent
+from pydantic_ai.capabilities import SetToolMetadata
+from pydantic_ai.durable_exec.temporal import TemporalAgent, TemporalDurability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -96,24 +101,29 @@ def logged(call_key: Callable[[RunContext[Any]], str | None], log: Path) -> Any:
     """``call_key`` that also records, per attempt, the key and the identities it saw."""
 
     def key(ctx: RunContext[Any]) -> str | None:
-        value = call_key(ctx)
         attempt = activity.info().attempt if activity.in_activity() else 0
-        line = {
+        line: dict[str, Any] = {
             "pid": os.getpid(),
             "attempt": attempt,
-            "key": value,
             "run_id": ctx.run_id,
             "tool_call_id": ctx.tool_call_id,
         }
-        with log.open("a") as handle:
-            handle.write(json.dumps(line) + "\n")
+        try:
+            value = line["key"] = call_key(ctx)
+        except Exception as error:
+            line["key"], line["error"] = None, f"{type(error).__name__}: {error}"
+            raise
+        finally:
+            with log.open("a") as handle:
+                handle.write(json.dumps(line) + "\n")
         return value
 
     return key
 
 
-def build_agent(case_dir: Path) -> Agent[None, str]:
+def build_agent(case_dir: Path) -> AbstractAgent[None, str]:
     case = json.loads((case_dir / "case.json").read_text())
+    engine, inline = case.get("engine", "durability"), case.get("inline", False)
     options: dict[str, Any] = {"tools": ["vsh_run"], "journal": case["journal"]}
     keys = {"default": default_call_key, "activity": activity_call_key, "attempt": attempt_call_key}
     key = keys[case["key"]]
@@ -121,13 +131,26 @@ def build_agent(case_dir: Path) -> Agent[None, str]:
     if case["path"] == "judged":
         options["judge"] = CountingJudge(case_dir / "judge_calls.txt")
     toolset = VshToolset(case_dir / "ws", **options)
+    model = FunctionModel(respond, model_name="crash-agent")
+    toolset_config = {toolset.id or "": TOOL_ACTIVITY_CONFIG}
+    if engine == "agent":
+        plain = Agent(model, name=agent_name(case_dir.name), toolsets=[toolset])
+        tool_config: dict[str, dict[str, ActivityConfig | Literal[False]]] = {}
+        if inline:
+            tool_config = {toolset.id or "": {"vsh_run": False}}
+        with warnings.catch_warnings():  # TemporalAgent is deprecated: covered while it ships
+            warnings.simplefilter("ignore")
+            return TemporalAgent(
+                plain, toolset_activity_config=toolset_config, tool_activity_config=tool_config
+            )
+    capabilities: list[Any] = [TemporalDurability(toolset_activity_config=toolset_config)]
+    if inline:
+        capabilities.append(SetToolMetadata(tools=["vsh_run"], temporal=False))
     return Agent(
-        FunctionModel(respond, model_name="crash-agent"),
+        model,
         name=agent_name(case_dir.name),
         toolsets=[toolset],
-        capabilities=[
-            TemporalDurability(toolset_activity_config={toolset.id or "": TOOL_ACTIVITY_CONFIG})
-        ],
+        capabilities=capabilities,
     )
 
 

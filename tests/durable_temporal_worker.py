@@ -20,6 +20,8 @@ case's task queue is the directory's name. Agents: tests/durable_temporal_agent.
   (or at its deadline); it stays alive while a child is frozen, and on SIGTERM it
   SIGKILLs its children and exits.
 - ``recover``: one process, no crash, one worker per case's task queue, until SIGTERM.
+  A case whose tool runs in workflow code (``inline``) gets a worker without a workflow
+  cache: every workflow task replays the history, and runs the tool again.
 
 A crashing worker caches no workflow (``max_cached_workflows=0``): its workflow tasks
 go to the shared task queue, not to a sticky queue of its own, so a new worker takes
@@ -163,7 +165,13 @@ def _record_outcome(driver: Any) -> None:
 
 
 async def serve(
-    address: str, queues: list[str], interceptors: list[Interceptor], *, crash: bool, frozen: bool
+    address: str,
+    queues: list[str],
+    interceptors: list[Interceptor],
+    *,
+    crash: bool,
+    frozen: bool,
+    uncached: frozenset[str] = frozenset(),
 ) -> None:
     from durable_temporal_workflow import CaseWorkflow
 
@@ -177,7 +185,7 @@ async def serve(
             task_queue=queue,
             workflows=[CaseWorkflow],
             interceptors=interceptors,
-            max_cached_workflows=0 if crash else 1000,
+            max_cached_workflows=0 if crash or queue in uncached else 1000,
             max_concurrent_activities=1 if frozen else None,
         )
         for queue in queues
@@ -220,7 +228,14 @@ def recover(address: str, cases: list[str]) -> int:
     import durable_temporal_agent  # noqa: F401  (builds every case's agent)
 
     queues = [Path(case).name for case in cases]
-    asyncio.run(serve(address, queues, [], crash=False, frozen=False))
+    # A case whose VSH tool runs in workflow code: no workflow cache, so every workflow task
+    # replays the history from the start, and the tool with it.
+    uncached = frozenset(
+        Path(case).name
+        for case in cases
+        if json.loads((Path(case) / "case.json").read_text()).get("inline")
+    )
+    asyncio.run(serve(address, queues, [], crash=False, frozen=False, uncached=uncached))
     return 0
 
 

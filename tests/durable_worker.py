@@ -1,9 +1,19 @@
 """Child processes for the DBOS crash matrix (tests/test_durable_crash.py).
 
 ``python tests/durable_worker.py PHASE JOB...`` imports everything once, then forks one
-child process per job (``CASE_DIR:PATH:POINT``), at most ``VSH_AI_CRASH_PARALLEL`` at a
-time, and prints one JSON line ``{case_dir: exit code}``. A child opens its own VSH
+child process per job (``CASE_DIR:ENGINE:PATH:POINT``), at most ``VSH_AI_CRASH_PARALLEL``
+at a time, and prints one JSON line ``{case_dir: exit code}``. A child opens its own VSH
 runtime and DBOS (SQLite under CASE_DIR), so nothing native crosses the fork.
+
+Engines: ``durability`` (the agent has Pydantic AI's ``DBOSDurability`` and runs inside
+our ``@DBOS.workflow``) and ``agent`` (the deprecated ``DBOSAgent`` wrapper, whose run id
+changes on every execution: on the auto and judged paths its own run workflow is the
+case's workflow, as in ``await dbos_agent.run(...)``; on the paths a person decides, our
+workflow calls ``run_with_approvals(dbos_agent, ...)`` and each agent run is a child
+workflow). Two more, for the controls: ``agent-runkey`` (DBOSAgent with the call key
+vsh-ai 0.1 used, run id + run step + tool call id, which changes on every execution) and
+``runid`` (DBOSDurability, our workflow passing a fresh ``run_id=`` on every execution:
+the default key must then name the call by the recorded model response).
 
 - ``start``: start workflow ``case`` (one agent turn appending ``line 1`` to log.txt)
   with a crash injected at POINT; the child dies with :data:`CRASH_CODE` (or SIGKILL
@@ -32,6 +42,8 @@ import signal
 import sys
 import time
 import traceback
+import uuid
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,8 +52,9 @@ os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 from durable_support import CountingJudge, tool_returns
-from pydantic_ai import Agent, DeferredToolRequests
-from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai.agent.abstract import AbstractAgent
+from pydantic_ai.durable_exec.dbos import DBOSAgent, DBOSDurability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -49,6 +62,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.run import AgentRunResult
 
 from vsh_ai import VshResult, VshToolset
 from vsh_ai.dbos import (
@@ -64,7 +78,9 @@ WORKFLOW_ID = "case"
 INITIAL = "start\n"
 APPENDED = "line 1\n"
 PROGRAM = "p = '/workspace/log.txt'\nvsh_write(p, vsh_read(p) + 'line 1\\n')\n"
+ENGINES = ("durability", "agent", "agent-runkey", "runid")
 PATHS = ("auto", "judged", "deferred", "denied", "timeout")
+TASK = "append a line to log.txt"
 TIMEOUT_S = 4.0  # the "timeout" path: nobody answers within this
 POINTS = (
     "none",
@@ -95,26 +111,43 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(f"finished: {state}")])
 
 
-_AGENT: dict[str, Agent[None, Any]] = {}
+_AGENT: dict[str, AbstractAgent[None, Any]] = {}
 
 
-def build_agent(case_dir: Path, path: str) -> Agent[None, Any]:
+def run_key(ctx: RunContext[Any]) -> str | None:
+    """The call key of vsh-ai 0.1 (the control): run id, run step, tool call id. Under
+    DBOSAgent the run id is drawn anew on every execution of the workflow."""
+    if ctx.run_id is None or ctx.tool_call_id is None:
+        return None
+    return json.dumps([ctx.run_id, ctx.run_step, ctx.tool_call_id])
+
+
+def build_agent(case_dir: Path, engine: str, path: str) -> AbstractAgent[None, Any]:
     workspace = case_dir / "ws"
-    # VSH_AI_CRASH_JOURNAL=0 turns the commit journal off: the "before" figures.
     options: dict[str, Any] = {"tools": ["vsh_run"]}
+    # VSH_AI_CRASH_JOURNAL=0 turns the commit journal off: the "before" figures.
     if os.environ.get("VSH_AI_CRASH_JOURNAL") == "0":
         options["journal"] = False
-    if path == "auto":
-        toolset = VshToolset(workspace, **options)
-    elif path == "judged":
-        judge = CountingJudge(case_dir / "judge_calls.txt")
-        toolset = VshToolset(workspace, judge=judge, **options)
-    else:  # deferred, denied, timeout: a person decides (or never answers)
-        toolset = VshToolset(
-            workspace, approval="deferred", policy="strict", approval_ttl=600, **options
-        )
+    if engine == "agent-runkey":
+        options["call_key"] = run_key
+    if path == "judged":
+        options["judge"] = CountingJudge(case_dir / "judge_calls.txt")
+    elif path in ("deferred", "denied", "timeout"):  # a person decides (or never answers)
+        options.update(approval="deferred", policy="strict", approval_ttl=600)
+    toolset = VshToolset(workspace, **options)
+    model = FunctionModel(respond, model_name="crash-agent")
+    if engine.startswith("agent"):
+        with warnings.catch_warnings():  # DBOSAgent is deprecated: covered while it ships
+            warnings.simplefilter("ignore")
+            plain: Agent[None, Any] = Agent(
+                model,
+                name="crash_agent",
+                toolsets=[toolset],
+                output_type=[str, DeferredToolRequests],
+            )
+            return DBOSAgent(plain)
     return Agent(
-        FunctionModel(respond, model_name="crash-agent"),
+        model,
         name="crash_agent",
         toolsets=[toolset],
         output_type=[str, DeferredToolRequests],
@@ -122,10 +155,8 @@ def build_agent(case_dir: Path, path: str) -> Agent[None, Any]:
     )
 
 
-@DBOS.workflow(name="vsh-ai-crash-case")
-async def case_workflow(task: str) -> dict[str, Any]:
-    timeout = TIMEOUT_S if os.environ.get("VSH_AI_CASE_PATH") == "timeout" else WAIT_S * 4
-    result = await run_with_approvals(_AGENT["agent"], task, timeout_s=timeout)
+def summary(result: AgentRunResult[Any]) -> dict[str, Any]:
+    """The agent's answer and every tool result it saw (JSON)."""
     returns = [part.content for part in tool_returns(result.all_messages())]
     return {
         "output": str(result.output),
@@ -133,6 +164,15 @@ async def case_workflow(task: str) -> dict[str, Any]:
             r.model_dump(mode="json") if isinstance(r, VshResult) else repr(r) for r in returns
         ],
     }
+
+
+@DBOS.workflow(name="vsh-ai-crash-case")
+async def case_workflow(task: str) -> dict[str, Any]:
+    timeout = TIMEOUT_S if os.environ.get("VSH_AI_CASE_PATH") == "timeout" else WAIT_S * 4
+    agent = _AGENT["agent"]
+    if os.environ.get("VSH_AI_CASE_ENGINE") == "runid":  # not replay-stable, on purpose
+        return summary(await agent.run(task, run_id=str(uuid.uuid4())))
+    return summary(await run_with_approvals(agent, task, timeout_s=timeout))
 
 
 # -- crash injection (in the start child only) -------------------------------------------
@@ -251,10 +291,18 @@ async def _wait_until_waiting(deadline: float) -> None:
     raise TimeoutError("the workflow never asked for approval")
 
 
-async def _start(path: str, point: str) -> dict[str, Any]:
+def _own_workflow(engine: str, path: str) -> bool:
+    """DBOSAgent on a path nobody approves: its run workflow is the case's workflow."""
+    return engine == "agent" and path in ("auto", "judged")
+
+
+async def _start(engine: str, path: str, point: str) -> dict[str, Any]:
     deadline = time.monotonic() + WAIT_S
+    if _own_workflow(engine, path):
+        with SetWorkflowID(WORKFLOW_ID):
+            return summary(await _AGENT["agent"].run(TASK))
     with SetWorkflowID(WORKFLOW_ID):
-        handle = await DBOS.start_workflow_async(case_workflow, "append a line to log.txt")
+        handle = await DBOS.start_workflow_async(case_workflow, TASK)
     if path in ("deferred", "denied", "timeout"):
         if point == "waiting":
             await _wait_until_waiting(deadline)
@@ -269,24 +317,26 @@ async def _start(path: str, point: str) -> dict[str, Any]:
     return result
 
 
-async def _recover(path: str) -> dict[str, Any]:
+async def _recover(engine: str, path: str) -> dict[str, Any]:
     deadline = time.monotonic() + WAIT_S
-    handle: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(WORKFLOW_ID)
+    handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(WORKFLOW_ID)
     if path in ("deferred", "denied"):
         await _approve_when_waiting(deadline, deny=path == "denied")
-    result: dict[str, Any] = await asyncio.wait_for(
-        handle.get_result(polling_interval_sec=0.05), WAIT_S
-    )
+    result = await asyncio.wait_for(handle.get_result(polling_interval_sec=0.05), WAIT_S)
+    if isinstance(result, AgentRunResult):  # DBOSAgent's own run workflow
+        return summary(result)
+    assert isinstance(result, dict), result
     return result
 
 
-def child(phase: str, case_dir: Path, path: str, point: str) -> None:
+def child(phase: str, case_dir: Path, engine: str, path: str, point: str) -> None:
     """Run one phase of one case; never returns (exit code is the outcome)."""
     code = 0
     try:
         os.environ["VSH_AI_CASE_DIR"] = str(case_dir)
         os.environ["VSH_AI_CASE_PATH"] = path
-        _AGENT["agent"] = build_agent(case_dir, path)
+        os.environ["VSH_AI_CASE_ENGINE"] = engine
+        _AGENT["agent"] = build_agent(case_dir, engine, path)
         if phase == "start":
             install_crash(path, point)
         # VSH_AI_CRASH_DATABASE_URL (a Postgres URL): every case in its own DBOS schema.
@@ -308,7 +358,7 @@ def child(phase: str, case_dir: Path, path: str, point: str) -> None:
             time.sleep(max(0.0, float((case_dir / "deadline").read_text()) - time.time() + 0.2))
         launched = time.monotonic()
         DBOS.launch()
-        runner = _start(path, point) if phase == "start" else _recover(path)
+        runner = _start(engine, path, point) if phase == "start" else _recover(engine, path)
         result = asyncio.run(runner)
         report = {
             "phase": phase,
@@ -332,14 +382,16 @@ def main(argv: list[str]) -> int:
     waiting = list(jobs)
     running: dict[str, multiprocessing.process.BaseProcess] = {}
     codes: dict[str, int | None] = {}
-    deadline = time.monotonic() + 4 * WAIT_S
+    deadline = time.monotonic() + 4 * WAIT_S + 2.0 * len(jobs)
     while waiting or running:
         while waiting and len(running) < parallel:
             job = waiting.pop(0)
-            case_dir, path, point = job.rsplit(":", 2)
+            case_dir, engine, path, point = job.rsplit(":", 3)
+            assert engine in ENGINES, job
             assert path in PATHS, job
             assert point in POINTS, job
-            started = context.Process(target=child, args=(phase, Path(case_dir), path, point))
+            args = (phase, Path(case_dir), engine, path, point)
+            started = context.Process(target=child, args=args)
             started.start()
             running[case_dir] = started
         for case_dir, process in list(running.items()):

@@ -1,5 +1,10 @@
 """Crash matrix: an agent under DBOS (SQLite) killed at each point commits exactly once.
 
+Two engines: Pydantic AI's ``DBOSDurability`` capability inside our workflow, and the
+deprecated ``DBOSAgent`` wrapper (its run id changes on every execution, so the call key
+must come from what DBOS recorded: the workflow id and the model step's response). Case
+names are ``PATH-POINT`` for the first and ``agent-PATH-POINT`` for the second.
+
 Each case runs one agent turn that appends ``line 1`` to log.txt (a double commit
 shows as ``line 1`` twice) in a child process that dies with ``os._exit`` at the
 case's point (or is SIGKILLed while it waits for the human); a new process then
@@ -43,6 +48,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,11 +59,11 @@ pytest.importorskip("dbos")
 
 WORKER = Path(__file__).with_name("durable_worker.py")
 CRASH_CODE = 86  # durable_worker.CRASH_CODE (not imported: importing it registers DBOS workflows)
-INITIAL, ONCE = "start\n", "start\nline 1\n"
+INITIAL, ONCE, TWICE = "start\n", "start\nline 1\n", "start\nline 1\nline 1\n"
 PATHS = ("auto", "judged", "deferred", "denied", "timeout")
 FINAL = {"auto": ONCE, "judged": ONCE, "deferred": ONCE, "denied": INITIAL, "timeout": INITIAL}
 """Host bytes after the turn: one append, or none when the person denies it."""
-CASES = [
+POINTS = [
     ("auto", "before_preview"),
     ("auto", "after_preview"),
     ("auto", "after_prepare"),
@@ -77,6 +83,23 @@ CASES = [
     ("denied", "after_denial_recorded"),
     ("timeout", "waiting"),
 ]
+ENGINES = {"durability": "", "agent": "agent-"}
+"""Engine -> case name prefix: DBOSDurability in our workflow, the deprecated DBOSAgent."""
+CASES = [(engine, path, point) for engine in ENGINES for path, point in POINTS]
+CONTROLS = [
+    ("agent-runkey", "auto", "after_preview"),
+    ("agent-runkey", "judged", "before_finish"),
+]
+"""DBOSAgent with the call key vsh-ai 0.1 used (run id, run step, tool call id): its run id
+changes on every execution, so these crashes after the commit commit twice."""
+RUN_ID_CASES = [("runid", "auto", "after_preview"), ("runid", "judged", "before_finish")]
+"""DBOSDurability, our workflow passing a fresh ``run_id=`` each execution: the default key
+names the call by the recorded model response instead."""
+
+
+def case_name(engine: str, path: str, point: str) -> str:
+    prefix = ENGINES.get(engine, f"{engine}-")
+    return f"{prefix}{path}-{point}"
 
 
 def _worker(phase: str, jobs: list[str], env: dict[str, str]) -> dict[str, int | None]:
@@ -92,31 +115,43 @@ def _worker(phase: str, jobs: list[str], env: dict[str, str]) -> dict[str, int |
     return codes
 
 
-def _run_matrix(root: Path, cases: list[tuple[str, str]], env: dict[str, str]) -> dict[str, Any]:
+def _run_matrix(
+    root: Path, cases: list[tuple[str, str, str]], env: dict[str, str]
+) -> dict[str, Any]:
     """Crash phase (with the uncrashed baselines) in parallel, then recovery."""
     env = {
         **env,
         "VSH_AI_APPROVAL_KEY_FILE": str(root / "approval.key"),
         "LOGFIRE_IGNORE_NO_CONFIG": "1",
     }
-    named = {f"{path}-{point}": (path, point) for path, point in cases}
-    named.update({f"{path}-baseline": (path, "none") for path in {p for p, _ in cases}})
+    named = {case_name(*case): case for case in cases}
+    baselines = {(engine, path) for engine, path, _ in cases if engine in ENGINES}
+    named.update({case_name(e, p, "baseline"): (e, p, "none") for e, p in baselines})
     jobs: dict[str, str] = {}
-    for name, (path, point) in named.items():
+    for name, (engine, path, point) in named.items():
         case_dir = root / name
         (case_dir / "ws").mkdir(parents=True)
         (case_dir / "ws" / "log.txt").write_text(INITIAL)
-        jobs[name] = f"{case_dir}:{path}:{point}"
-    started = _worker("start", list(jobs.values()), env)
+        jobs[name] = f"{case_dir}:{engine}:{path}:{point}"
+    started = time.monotonic()
+    crashed_codes = _worker("start", list(jobs.values()), env)
     crashed = [job for name, job in jobs.items() if not name.endswith("-baseline")]
+    after_crash = {name: (root / name / "ws" / "log.txt").read_text() for name in named}
     recovered = _worker("recover", crashed, env)
-    return {"root": root, "started": started, "recovered": recovered}
+    return {
+        "root": root,
+        "started": crashed_codes,
+        "after_crash": after_crash,
+        "recovered": recovered,
+        "seconds": time.monotonic() - started,
+    }
 
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "VSH_AI_CRASH_DATABASE_URL"}
-    return _run_matrix(tmp_path_factory.mktemp("crash"), CASES, env)
+    cases = CASES + CONTROLS + RUN_ID_CASES
+    return _run_matrix(tmp_path_factory.mktemp("crash"), cases, env)
 
 
 def _report(case_dir: Path, phase: str) -> dict[str, Any]:
@@ -141,10 +176,11 @@ def _seen(report: dict[str, Any]) -> tuple[str, list[Any]]:
     return report["result"]["output"], returns
 
 
+@pytest.mark.parametrize("engine", list(ENGINES))
 @pytest.mark.parametrize("path", PATHS)
-def test_baseline_commits_once(matrix: dict[str, Any], path: str) -> None:
-    case_dir = matrix["root"] / f"{path}-baseline"
-    assert matrix["started"][str(case_dir)] == 0
+def test_baseline_commits_once(matrix: dict[str, Any], engine: str, path: str) -> None:
+    case_dir = matrix["root"] / case_name(engine, path, "baseline")
+    assert matrix["started"][str(case_dir)] == 0, _report(case_dir, "start")
     report = _report(case_dir, "start")
     assert report["host"] == FINAL[path]
     output, returns = _seen(report)
@@ -167,33 +203,67 @@ first time (DBOS saw another step sequence and ended the workflow in ERROR), and
 that meets its own pending transaction keeps the approved result's diff and output."""
 
 
-def _case(path: str, point: str) -> Any:
+def _case(engine: str, path: str, point: str) -> Any:
     gap = KNOWN_TOOLSET_GAPS.get((path, point))
     marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
-    return pytest.param(path, point, id=f"{path}-{point}", marks=marks)
+    return pytest.param(engine, path, point, id=case_name(engine, path, point), marks=marks)
 
 
-@pytest.mark.parametrize(("path", "point"), [_case(p, c) for p, c in CASES])
-def test_crash_then_recover_commits_once(matrix: dict[str, Any], path: str, point: str) -> None:
-    _check_case(matrix, path, point)
+@pytest.mark.parametrize(("engine", "path", "point"), [_case(*case) for case in CASES])
+def test_crash_then_recover_commits_once(
+    matrix: dict[str, Any], engine: str, path: str, point: str
+) -> None:
+    _check_case(matrix, engine, path, point)
 
 
-def _check_case(matrix: dict[str, Any], path: str, point: str) -> None:
-    root: Path = matrix["root"]
-    case_dir = root / f"{path}-{point}"
+@pytest.mark.parametrize(("engine", "path", "point"), [_case(*case) for case in RUN_ID_CASES])
+def test_a_run_id_drawn_anew_on_recovery_still_commits_once(
+    matrix: dict[str, Any], engine: str, path: str, point: str
+) -> None:
+    _check_case(matrix, engine, path, point, baseline="durability")
+
+
+@pytest.mark.parametrize(
+    ("engine", "path", "point"), CONTROLS, ids=[case_name(*c) for c in CONTROLS]
+)
+def test_with_a_key_that_changes_on_recovery_dbos_agent_commits_twice(
+    matrix: dict[str, Any], engine: str, path: str, point: str
+) -> None:
+    """The control: the crash points sit after the commit, DBOS does re-run the call, and
+    under DBOSAgent a key built from the run id does not recognise it."""
+    name = case_name(engine, path, point)
+    case_dir = _crashed(matrix, name, point)
+    assert matrix["after_crash"][name] == ONCE  # the crashed run had committed
+    assert matrix["recovered"][str(case_dir)] == 0, _report(case_dir, "recover")
+    assert _report(case_dir, "recover")["host"] == TWICE
+
+
+def _crashed(matrix: dict[str, Any], name: str, point: str) -> Path:
+    case_dir: Path = matrix["root"] / name
     code = matrix["started"][str(case_dir)]
     expected_code = -signal.SIGKILL if point == "waiting" else CRASH_CODE
     marker = case_dir / "crashed_at"
     reached = code == expected_code and marker.exists()
+    if not reached and (case_dir / "error-start.txt").exists():
+        pytest.fail(f"{name}: {(case_dir / 'error-start.txt').read_text()[-3000:]}")
     assert reached, f"the crash point {point} was never reached (exit code {code})"
     assert marker.read_text() == point
+    return case_dir
+
+
+def _check_case(
+    matrix: dict[str, Any], engine: str, path: str, point: str, *, baseline: str = ""
+) -> None:
+    root: Path = matrix["root"]
+    case_dir = _crashed(matrix, case_name(engine, path, point), point)
     assert (case_dir / "ws" / "log.txt").read_text() in (INITIAL, FINAL[path])
 
     assert matrix["recovered"][str(case_dir)] == 0, _report(case_dir, "recover")
     report = _report(case_dir, "recover")
     assert report["host"] == FINAL[path], "committed more (or less) than once"
     assert (case_dir / "ws" / "log.txt").read_text() == FINAL[path]
-    assert _seen(report) == _seen(_report(root / f"{path}-baseline", "start")), (
+    reference = root / case_name(baseline or engine, path, "baseline")
+    assert _seen(report) == _seen(_report(reference, "start")), (
         "the agent saw a different result than without the crash"
     )
     if path == "judged":
@@ -204,7 +274,7 @@ def _check_case(matrix: dict[str, Any], path: str, point: str) -> None:
 
 # -- the same code on Postgres (a throwaway local cluster, when the binaries exist) ----------
 
-POSTGRES_CASES = [("auto", "after_preview"), ("deferred", "waiting")]
+POSTGRES_CASES = [("durability", "auto", "after_preview"), ("durability", "deferred", "waiting")]
 """A double commit after a crash and a durable wait: what depends on the database."""
 
 
@@ -260,7 +330,9 @@ def postgres_matrix(postgres_url: str, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.mark.parametrize(
-    ("path", "point"), POSTGRES_CASES, ids=[f"{p}-{c}" for p, c in POSTGRES_CASES]
+    ("engine", "path", "point"), POSTGRES_CASES, ids=[case_name(*c) for c in POSTGRES_CASES]
 )
-def test_same_code_on_postgres(postgres_matrix: dict[str, Any], path: str, point: str) -> None:
-    _check_case(postgres_matrix, path, point)
+def test_same_code_on_postgres(
+    postgres_matrix: dict[str, Any], engine: str, path: str, point: str
+) -> None:
+    _check_case(postgres_matrix, engine, path, point)

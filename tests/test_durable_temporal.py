@@ -14,7 +14,13 @@ Without the journal (``journal=False``), or with a call key that changes between
 attempts, the same crashes commit twice: the controls that show the crash points sit
 after the commit, that Temporal does re-run the call, and that the key must be stable.
 A worker frozen mid-call (SIGSTOP) is timed out and its call re-run elsewhere; when it
-resumes, the host still changes once. Skipped without temporalio or the Temporal CLI.
+resumes, the host still changes once. The deprecated ``TemporalAgent`` wrapper runs the
+same crash points (cases ``agent-*``): its tool activities carry the recorded run context
+too. A VSH tool run in workflow code (its activity turned off; ``inline-*``) is run again
+on every replay: under ``TemporalDurability`` the replay-safe run id keeps the key and the
+host changes once; under ``TemporalAgent`` the run id is drawn anew on each replay, so the
+first call fails loudly (``UnstableCallKey``) and nothing commits. Skipped without
+temporalio or the Temporal CLI.
 
 Worker processes: tests/durable_temporal_worker.py; agent: tests/durable_temporal_agent.py;
 workflow: tests/durable_temporal_workflow.py.
@@ -74,6 +80,14 @@ CASES: list[tuple[str, str, bool, str, str]] = [
     ("judged-after_prepare", "judged", True, "default", "after_prepare"),
     ("judged-before_finish", "judged", True, "default", "before_finish"),
     ("judged-activity_returned", "judged", True, "default", "activity_returned"),
+    # The deprecated TemporalAgent wrapper: the same points.
+    ("agent-auto-before_preview", "auto", True, "default", "before_preview"),
+    ("agent-auto-after_prepare", "auto", True, "default", "after_prepare"),
+    ("agent-auto-before_finish", "auto", True, "default", "before_finish"),
+    ("agent-auto-activity_returned", "auto", True, "default", "activity_returned"),
+    ("agent-judged-after_prepare", "judged", True, "default", "after_prepare"),
+    ("agent-judged-before_finish", "judged", True, "default", "before_finish"),
+    ("agent-judged-activity_returned", "judged", True, "default", "activity_returned"),
 ]
 BEFORE: list[tuple[str, str, bool, str, str]] = [
     ("nojournal-after_commit", "auto", False, "default", "after_commit"),
@@ -90,7 +104,21 @@ STALLS: list[tuple[str, str, bool, str, str]] = [
 BASELINES: list[tuple[str, str, bool, str, str]] = [
     ("auto-baseline", "auto", True, "default", "none"),
     ("judged-baseline", "judged", True, "default", "none"),
+    ("agent-auto-baseline", "auto", True, "default", "none"),
+    ("agent-judged-baseline", "judged", True, "default", "none"),
 ]
+# The VSH tool in workflow code, served by a worker without a workflow cache (every
+# workflow task replays the history and runs the tool again); nothing crashes.
+INLINE: list[tuple[str, str, bool, str, str]] = [
+    ("inline-auto", "auto", True, "default", "none"),
+    ("agent-inline-auto", "auto", True, "default", "none"),
+]
+INLINE_WAIT_S = 20.0
+
+
+def _engine(name: str) -> str:
+    """``agent-*`` cases run under the deprecated TemporalAgent, the rest TemporalDurability."""
+    return "agent" if name.startswith("agent-") else "durability"
 
 
 class _Pool:
@@ -144,11 +172,18 @@ async def _run_matrix(root: Path) -> dict[str, Any]:
     }
     crashing = CASES + BEFORE + STALLS
     dirs: dict[str, Path] = {}
-    for name, path, journal, key, point in crashing + BASELINES:
+    for name, path, journal, key, point in crashing + BASELINES + INLINE:
         case_dir = root / name
         (case_dir / "ws").mkdir(parents=True)
         (case_dir / "ws" / "log.txt").write_text(INITIAL)
-        case = {"path": path, "journal": journal, "key": key, "point": point}
+        case = {
+            "engine": _engine(name),
+            "inline": "inline" in name,
+            "path": path,
+            "journal": journal,
+            "key": key,
+            "point": point,
+        }
         (case_dir / "case.json").write_text(json.dumps(case))
         dirs[name] = case_dir
     started = time.monotonic()
@@ -176,13 +211,17 @@ async def _run_matrix(root: Path) -> dict[str, Any]:
         for group, names in (("recover", others), ("stalls", stalled)):
             log = root / f"workers-{group}.log"
             pools.append(_Pool("recover", address, [dirs[n] for n in names], log, env))
-        for name, *_ in BASELINES:
+        for name, *_ in BASELINES + INLINE:
             handles[name] = await client.start_workflow(WORKFLOW, name, id=name, task_queue=name)
-        others_done, stalls_done = await asyncio.gather(
-            asyncio.gather(*(_result(handles[name]) for name in handles if name not in stalled)),
+        inline = [name for name, *_ in INLINE]
+        finishing = [name for name in handles if name not in stalled and name not in inline]
+        others_done, stalls_done, inline_done = await asyncio.gather(
+            asyncio.gather(*(_result(handles[name]) for name in finishing)),
             asyncio.gather(*(_takeover(handles[name], dirs[name]) for name in stalled)),
+            asyncio.gather(*(_inline(handles[name], dirs[name]) for name in inline)),
         )
-        results = dict(zip([n for n in handles if n not in stalled], others_done, strict=True))
+        results = dict(zip(finishing, others_done, strict=True))
+        results.update(zip(inline, inline_done, strict=True))
         resumed: dict[str, tuple[str | None, bool]] = {}
         for name, (result, outcome, early) in zip(stalled, stalls_done, strict=True):
             results[name], resumed[name] = result, (outcome, early)
@@ -199,6 +238,22 @@ async def _run_matrix(root: Path) -> dict[str, Any]:
         "results": results,
         "phases": {**phases, "total": time.monotonic() - started},
     }
+
+
+async def _inline(handle: WorkflowHandle[Any, Any], case_dir: Path) -> dict[str, Any]:
+    """The result of a case whose tool runs in workflow code. A workflow whose tool call
+    fails (its workflow task fails, and is retried: each retry a replay) is terminated once
+    the key log shows the call failed or ran three times, and reported as
+    ``{"error": ..., "terminated": True}``."""
+    task = asyncio.ensure_future(_result(handle))
+    deadline = time.monotonic() + INLINE_WAIT_S
+    while not task.done() and time.monotonic() < deadline:
+        lines = _key_log(case_dir)
+        if len(lines) >= 3 or any("error" in line for line in lines):
+            await handle.terminate("seen enough replays: test over")
+            return {**(await task), "terminated": True}
+        await asyncio.sleep(0.1)
+    return await task
 
 
 def _stalled_pid(case_dir: Path) -> int | None:
@@ -296,9 +351,10 @@ def _check_crashed(matrix: dict[str, Any], name: str, point: str) -> Path:
     return case_dir
 
 
+@pytest.mark.parametrize("engine", ["", "agent-"])
 @pytest.mark.parametrize("path", ["auto", "judged"])
-def test_baseline_commits_once(matrix: dict[str, Any], path: str) -> None:
-    name = f"{path}-baseline"
+def test_baseline_commits_once(matrix: dict[str, Any], engine: str, path: str) -> None:
+    name = f"{engine}{path}-baseline"
     output, returns = _seen(matrix["results"][name])
     assert output == "finished: committed"
     assert [r["state"] for r in returns] == ["committed"]
@@ -317,7 +373,8 @@ def test_crash_then_recover_commits_once(
     result = matrix["results"][name]
     assert "error" not in result, f"{result['error']}\n{_errors(matrix, name)}"
     assert _host(case_dir) == ONCE, "committed more (or less) than once"
-    assert _seen(result) == _seen(matrix["results"][f"{path}-baseline"]), (
+    baseline = f"{'agent-' if _engine(name) == 'agent' else ''}{path}-baseline"
+    assert _seen(result) == _seen(matrix["results"][baseline]), (
         "the agent saw a different result than without the crash"
     )
     if path == "judged":
@@ -335,8 +392,9 @@ def test_every_attempt_uses_the_same_call_key(matrix: dict[str, Any], name: str)
     assert len({line["key"] for line in lines}) == 1, lines
     assert lines[0]["key"] is not None
     assert len({(line["run_id"], line["tool_call_id"]) for line in lines}) == 1, lines
-    run_id = matrix["results"][name]["run_id"]
-    assert lines[0]["run_id"] == run_id, "the tool saw another run id than the workflow's run"
+    if _engine(name) == "durability":  # TemporalAgent draws another one on each replay
+        run_id = matrix["results"][name]["run_id"]
+        assert lines[0]["run_id"] == run_id, "the tool saw another run id than the workflow's"
 
 
 @pytest.mark.parametrize(("name", "point"), [(n, c) for n, _, _, _, c in BEFORE])
@@ -376,3 +434,39 @@ def test_a_frozen_worker_that_resumes_commits_nothing_more(
     assert outcome is not None, "the frozen worker never finished its call"
     when = "before the takeover finished" if early else "after the workflow completed"
     assert _host(case_dir) == ONCE, f"resumed {when}, then: {outcome}"
+
+
+def _key_log(case_dir: Path) -> list[dict[str, Any]]:
+    keys = case_dir / "keys.jsonl"
+    return [json.loads(line) for line in keys.read_text().splitlines()] if keys.exists() else []
+
+
+def test_a_tool_in_workflow_code_keeps_its_key_across_replays(matrix: dict[str, Any]) -> None:
+    """TemporalDurability, VSH tool in workflow code: every replay runs the call again,
+    with the same key (the run id is replay-safe). VSH cannot run there (Temporal's
+    workflow event loop has no thread offload: NotImplementedError, the workflow task fails
+    and is retried), so the host never changes; were it to run, the journal would answer."""
+    name = "inline-auto"
+    case_dir: Path = matrix["dirs"][name]
+    lines = _key_log(case_dir)
+    assert len(lines) >= 2, lines  # the call, then at least one replay that ran it again
+    assert len({line["key"] for line in lines}) == 1, lines
+    assert lines[0]["key"] is not None
+    assert _host(case_dir) in (INITIAL, ONCE), "committed twice"
+
+
+def test_temporal_agent_tool_in_workflow_code_fails_loudly(matrix: dict[str, Any]) -> None:
+    """TemporalAgent, VSH tool in workflow code: the run id changes on each replay, so no
+    key is stable: the first call is refused (UnstableCallKey, saying what to do), and
+    nothing commits, however often the workflow replays."""
+    name = "agent-inline-auto"
+    case_dir: Path = matrix["dirs"][name]
+    assert _host(case_dir) == INITIAL, "committed under a key that changes on replay"
+    lines = _key_log(case_dir)
+    assert lines, "the tool never ran"
+    error = lines[0].get("error", "")
+    assert error.startswith("UnstableCallKey: "), lines
+    assert "call_key=" in error
+    assert "TemporalAgent" in error
+    result = matrix["results"][name]
+    assert result.get("terminated") or "error" in result, result

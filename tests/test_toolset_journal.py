@@ -224,9 +224,10 @@ async def test_a_forged_decision_cannot_approve_a_transaction(tmp_path: Path) ->
         json.dumps(["run-1", 1, "append-1"]), json.loads(record.read_text())["args_digest"]
     )
     assert entry is not None
-    forged = CommitJournal(toolset.journal.directory)
+    forged = CommitJournal(toolset.journal.directory, workspace_id=entry.workspace_id)
     forged._key = b"attacker" * 4
-    record.unlink()  # the attacker replaces the record with one signed by another key
+    record.unlink()  # the attacker replaces the record (both copies) with one signed by
+    forged.mirror(record).unlink()  # another key
     forged.prepare(
         key=entry.key,
         tool_name=entry.tool_name,
@@ -266,17 +267,28 @@ async def test_call_key_override_and_unjournaled_calls(tmp_path: Path) -> None:
     assert (root / "log.txt").read_text() == "line 1\nline 2\nline 2\nline 2\n"
 
 
-async def test_same_key_other_arguments_is_new_work(tmp_path: Path) -> None:
+async def test_a_key_used_once_never_commits_again_under_other_arguments(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 item 7: a replay whose arguments differ by one character under the same
+    call key used to run and commit again (records were keyed by key + arguments)."""
     root = workspace(tmp_path)
     other = ToolCallPart(
         "vsh_write",
         {"path": "/workspace/log.txt", "content": "line 3\n", "append": True},
         tool_call_id="append-1",
     )
+    seen: list[Any] = []
     for call in (APPEND, other):
-        model, _ = scripted(call)
+        model, returns = scripted(call)
         await Agent(model, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
-    assert (root / "log.txt").read_text() == "line 1\nline 2\nline 3\n"
+        seen.extend(returns)
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    first, second = (dump(r) for r in seen)
+    assert first["state"] == "committed"
+    assert second["state"] == "failed"
+    assert "already made with other arguments" in second["feedback"]
+    assert "append-1" in second["feedback"]
 
 
 async def test_deferred_resume_replay_commits_once_with_the_same_result(tmp_path: Path) -> None:

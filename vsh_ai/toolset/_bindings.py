@@ -1,34 +1,59 @@
 """Durable binding from a deferred tool call to the exact VSH transaction it produced.
 
 Bindings live in ``state_directory`` (by default ``<workspace>/.vsh-runtime/vsh-ai/approvals``,
-which VSH keeps out of guest reach), one JSON file per (tool call id, arguments digest),
-written atomically and signed with an HMAC whose key lives outside any workspace (see
-:func:`approval_key_path`). A resumed call (possibly in a new process) trusts only a
-binding whose signature verifies, never a transaction id sent back by the client.
+which VSH keeps out of guest reach), one JSON file per (conversation, tool call id, arguments
+digest), written atomically and signed with an HMAC whose key lives outside any workspace
+(see :func:`approval_key_path` and :func:`load_signing_key`). A resumed call (possibly in a
+new process) trusts only a binding whose signature verifies, never a transaction id sent
+back by the client.
+
+A binding belongs somewhere: it names its workspace (the id from
+:func:`~vsh_ai.toolset._workspace.workspace_identity`) and its conversation (the digest of the
+model response that made the call, :func:`response_digest`), so a copied state directory
+or a new conversation that reuses a call id (models say ``call_0`` every time) never
+inherits another's denial or transaction.
 
 A binding records its end state (``committed``, ``denied``, ``expired``, ``stale``,
 ``rejected``): once final it never changes, so a later approval of a denied or expired
-call commits nothing, whatever TTL the resuming toolset has.
+call commits nothing, whatever TTL the resuming toolset has. Every record carries a
+sequence number and is written twice (``<name>.json`` and its mirror ``<name>.hw``): the
+newest valid copy wins, so copying an older (pending) version over a record does not
+bring it back.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import json
 import os
 import secrets
-import tempfile
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_ai import RunContext
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ToolCallPart,
+)
 
 from ._driver import now_ms
+from ._files import (
+    create_exclusively,
+    describe,
+    file_kind,
+    locked,
+    read_state_file,
+    write_atomically,
+)
+from ._principal import InvalidPrincipal, check_principal
 from ._result import ChangedPath, VshResult
 
 if TYPE_CHECKING:
@@ -44,23 +69,65 @@ __all__ = (
     "VshApprovalError",
     "approval_key_path",
     "args_digest",
+    "conversation_digest",
     "harvest_capture",
     "load_signing_key",
+    "response_digest",
     "write_atomically",
 )
 
 EndState = Literal["pending", "committed", "denied", "expired", "stale", "rejected", "failed"]
 _KEY_ENV = "VSH_AI_APPROVAL_KEY_FILE"
+_KEY_BYTES = 32
+_MIN_KEY_BYTES = 16
 
 
 class VshApprovalError(RuntimeError):
-    """An approval could not be applied (no binding, changed arguments, missing principal)."""
+    """An approval could not be applied (no binding, changed arguments, missing principal,
+    an unusable signing key or binding file)."""
 
 
 def args_digest(tool_name: str, tool_args: dict[str, Any]) -> str:
     """A stable digest of a tool call's name and validated arguments."""
     canonical = json.dumps({"tool": tool_name, "args": tool_args}, sort_keys=True, default=repr)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def response_digest(ctx: RunContext[Any]) -> str:
+    """A digest of the model response that made the current tool call ("" outside a call).
+
+    Taken over the response's timestamp, model name, provider response id and parts (as
+    Pydantic AI serialises them): a resume of the same run carries the identical message
+    (also after a JSON round trip of the history, or a durable engine's replay), while a
+    new conversation that reuses the call id has another response. See
+    :func:`conversation_digest`.
+    """
+    if ctx.tool_call_id is None:
+        return ""
+    return conversation_digest(ctx.messages, ctx.tool_call_id)
+
+
+def conversation_digest(messages: Sequence[ModelMessage], tool_call_id: str) -> str:
+    """:func:`response_digest` for a history and a call id (e.g. a denied call found in
+    ``ctx.messages`` outside any tool call): the digest of the last
+    :class:`~pydantic_ai.messages.ModelResponse` holding a ``ToolCallPart`` with that id,
+    "" when there is none."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse) and any(
+            isinstance(part, ToolCallPart) and part.tool_call_id == tool_call_id
+            for part in message.parts
+        ):
+            [dumped] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
+            picked = {
+                name: dumped.get(name)
+                for name in ("timestamp", "model_name", "provider_response_id", "parts")
+            }
+            canonical = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=repr)
+            return hashlib.sha256(canonical.encode()).hexdigest()
+    return ""
+
+
+# -- the signing key ------------------------------------------------------------------------
 
 
 def approval_key_path() -> Path:
@@ -73,48 +140,276 @@ def approval_key_path() -> Path:
     return Path(base) / "vsh-ai" / "approval.key"
 
 
-def load_signing_key() -> bytes:
-    """The HMAC key that signs bindings and journal records (created on first use)."""
-    path = approval_key_path()
-    with contextlib.suppress(FileNotFoundError):
-        return path.read_bytes()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    key = secrets.token_bytes(32)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(key)
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, path)  # first writer wins; everyone then reads the same key
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path.read_bytes()
+_ELSEWHERE = (
+    f"or set {_KEY_ENV} to a key file path outside every workspace, in a folder only you can write"
+)
 
 
-def write_atomically(target: Path, text: str, *, durable: bool) -> None:
-    """Replace ``target`` with ``text`` all at once (a reader sees the old or the new file).
+def load_signing_key(*, workspace: Path | None = None) -> bytes:
+    """The HMAC key that signs bindings, journal records and workspace identities (created
+    on first use at :func:`approval_key_path`, 32 random bytes, mode 0600).
 
-    ``durable`` fsyncs the file and its folder, so the record survives a power cut, not
-    only a crash of this process.
+    Refused with :class:`VshApprovalError`, each saying how to fix it: a key inside
+    ``workspace``; a key that is empty or shorter than 16 bytes, a symlink, not a regular
+    file, not owned by the current user, or accessible by group or others; a folder
+    owned by another user (root excepted) or writable by others (sticky folders
+    excepted); a key location that cannot be created (read-only home, a file where the
+    folder should be) or read.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".record-", suffix=".tmp")
+    path = approval_key_path()
+    if workspace is not None:
+        _refuse_inside(path, workspace)
+    for _ in range(3):
+        key = _read_key(path)
+        if key is not None:
+            return key
+        _create_key(path)
+    raise VshApprovalError(
+        f"the approval signing key at {path} disappears as soon as it is created (another "
+        f"process deletes it?); stop that process, {_ELSEWHERE}"
+    )
+
+
+def _refuse_inside(path: Path, workspace: Path) -> None:
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if durable:
-        folder = os.open(target.parent, os.O_RDONLY)
+        where = path.parent.resolve() / path.name
+        root = workspace.resolve()
+    except (OSError, RuntimeError) as error:
+        raise VshApprovalError(
+            f"cannot resolve the approval signing key path {path} ({error})"
+        ) from None
+    if where.is_relative_to(root):
+        raise VshApprovalError(
+            f"the approval signing key {path} is inside the workspace {root}, where it can be "
+            "copied, committed or changed with the workspace; "
+            f"set {_KEY_ENV} to a path outside the workspace"
+        )
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if os.path.islink(path):
+            raise VshApprovalError(
+                f"the approval signing key {path} is a symbolic link: vsh-ai reads only the "
+                f"key file itself (a link can be redirected); replace the link with the file "
+                f"it points to, {_ELSEWHERE}"
+            ) from None
+        raise VshApprovalError(
+            f"cannot read the approval signing key {path} ({describe(error, path)}); fix its "
+            f"permissions, {_ELSEWHERE}"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise VshApprovalError(
+                f"the approval signing key {path} is {file_kind(info.st_mode)}, not a regular "
+                "file; remove it to have a new key generated"
+            )
+        me = os.geteuid()
+        if info.st_uid != me:
+            raise VshApprovalError(
+                f"the approval signing key {path} is owned by uid {info.st_uid}, not by the "
+                f"user running vsh-ai (uid {me}): whoever owns it can sign approvals. If the "
+                f"key is yours, run chown {me} {path}; otherwise delete it to have a new key "
+                "generated"
+            )
+        if info.st_mode & 0o077:
+            raise VshApprovalError(
+                f"the approval signing key {path} can be read or written by other users (mode "
+                f"{stat.S_IMODE(info.st_mode):04o}), who could then sign approvals; run "
+                f"chmod 600 {path}"
+            )
+        _check_key_folder(path)
+        key = os.read(fd, 4096)
+    except OSError as error:
+        raise VshApprovalError(
+            f"cannot read the approval signing key {path} ({describe(error, path)}); {_ELSEWHERE}"
+        ) from None
+    finally:
+        os.close(fd)
+    if len(key) < _MIN_KEY_BYTES:
+        held = "is empty" if not key else f"holds only {len(key)} bytes"
+        raise VshApprovalError(
+            f"the approval signing key {path} {held} (at least {_MIN_KEY_BYTES} are needed: an "
+            "HMAC with a short key proves nothing); delete it to have a new key generated "
+            "(records signed with it are then refused)"
+        )
+    return key
+
+
+def _check_key_folder(path: Path) -> None:
+    folder = path.parent
+    info = os.stat(folder)
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        raise VshApprovalError(
+            f"the folder {folder} of the approval signing key is owned by uid {info.st_uid}, "
+            f"not by you (uid {me}): its owner can replace the key. Move the key to a folder "
+            f"you own: {_ELSEWHERE}"
+        )
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise VshApprovalError(
+            f"the folder {folder} of the approval signing key can be written by other users "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}), who could replace the key; run "
+            f"chmod go-w {folder}"
+        )
+
+
+def _create_key(path: Path) -> None:
+    try:
+        create_exclusively(path, secrets.token_bytes(_KEY_BYTES))
+    except OSError as error:
+        raise VshApprovalError(
+            f"cannot create the approval signing key at {path} ({describe(error, path)}): the "
+            "location is not writable (a read-only home folder, or a file where a folder "
+            f"should be); make it writable, {_ELSEWHERE}"
+        ) from None
+
+
+# -- signed records -------------------------------------------------------------------------
+
+
+class _Signed(Protocol):
+    @property
+    def sequence(self) -> int: ...
+
+    @property
+    def mac(self) -> str: ...
+
+    def signed_payload(self) -> bytes: ...
+
+
+_R = TypeVar("_R", bound=_Signed)
+
+
+class SignedRecords:
+    """A folder of JSON records signed with the key from :func:`load_signing_key`.
+
+    ``workspace_id`` (from :func:`~vsh_ai.toolset._workspace.workspace_identity`) is
+    written into, and required of, every record (``""``: records name no workspace).
+    ``workspace`` is only checked against: the signing key may not live inside it.
+    Each record is written to ``<name>.json`` and to its mirror ``<name>.hw``; a read
+    takes the valid copy with the higher ``sequence``.
+    """
+
+    lock_timeout_s: float = 10.0
+    """How long to wait for another process's lock on the folder before giving up."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        workspace_id: str = "",
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.workspace_id = workspace_id
+        self.workspace = Path(workspace) if workspace is not None else None
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = load_signing_key(workspace=self.workspace)
+        return self._key
+
+    def mac(self, payload: bytes) -> str:
+        return hmac.new(self.key, payload, hashlib.sha256).hexdigest()
+
+    @staticmethod
+    def mirror(path: Path) -> Path:
+        """The second copy of the record at ``path``."""
+        return path.with_suffix(".hw")
+
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return locked(self.directory / ".lock", timeout=self.lock_timeout_s)
+
+    def _write_record(self, path: Path, text: str, *, durable: bool) -> None:
+        """Both copies, the main one first (a crash in between leaves it the newer one)."""
+        write_atomically(path, text, durable=durable)
+        write_atomically(self.mirror(path), text, durable=False)
+
+    def _read_record(
+        self, path: Path, parse: Callable[[bytes], _R], *, what: str, fix: str
+    ) -> _R | None:
+        """The newest valid copy of the record at ``path`` (None when neither exists).
+
+        A copy that is corrupt or signed with another key raises :class:`VshApprovalError`;
+        two different copies claiming one sequence number too. An empty copy counts as
+        missing when the other one is valid. ``OSError`` (including
+        :class:`~vsh_ai.toolset._files.StateFileError`) propagates.
+        """
+        found: list[_R] = []
+        empty: list[Path] = []
+        for copy in (path, self.mirror(path)):
+            raw = read_state_file(copy)
+            if raw is None:
+                continue
+            if not raw.strip():
+                # What a power cut can leave of a write that was not fsynced (the mirror
+                # never is): no worse than a missing copy when the other one is valid.
+                empty.append(copy)
+                continue
+            try:
+                record = parse(raw)
+            except ValidationError as error:
+                raise VshApprovalError(
+                    f"{copy}: {what} is corrupt ({error.error_count()} errors); {fix}"
+                ) from None
+            if not hmac.compare_digest(self.mac(record.signed_payload()), record.mac):
+                raise VshApprovalError(
+                    f"{copy}: {what} was modified outside vsh-ai (signature mismatch); "
+                    "nothing is committed or reported for it"
+                )
+            found.append(record)
+        if not found:
+            if empty:
+                raise VshApprovalError(f"{empty[0]}: {what} is empty (cut short?); {fix}")
+            return None
+        newest = max(found, key=lambda r: r.sequence)
+        if (
+            len(found) == 2
+            and found[0].sequence == found[1].sequence
+            and found[0].mac != found[1].mac
+        ):
+            raise VshApprovalError(
+                f"{path}: two different {what}s claim sequence {newest.sequence} (one was "
+                "replaced outside vsh-ai); nothing is committed or reported for it"
+            )
+        return newest
+
+    def _stems(self) -> list[Path]:
+        """The main path of every record in the folder (from either copy), sorted."""
         try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+            names = os.listdir(self.directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        stems = {
+            self.directory / (name[: -len(suffix)] + ".json")
+            for name in names
+            for suffix in (".json", ".hw")
+            if name.endswith(suffix) and not name.startswith(".")
+        }
+        return sorted(stems)
+
+
+# Fields added after version 2 records existed: left out of the signed payload while at
+# their default, so records written before them still verify.
+_OPTIONAL_SIGNED = (
+    "harvest",
+    "end_principal",
+    "end_message",
+    "end_unix_ms",
+    "on_commit",
+    "call_key",
+    "workspace_id",
+    "conversation",
+    "sequence",
+)
 
 
 class HarvestCapture(BaseModel):
@@ -136,20 +431,9 @@ class HarvestCapture(BaseModel):
     skip_reason: str = ""
 
 
-# Fields added after version 2 records existed: left out of the signed payload while at
-# their default, so records written before them still verify.
-_OPTIONAL_SIGNED = (
-    "harvest",
-    "end_principal",
-    "end_message",
-    "end_unix_ms",
-    "on_commit",
-    "call_key",
-)
-
-
 class ApprovalBinding(BaseModel):
-    """tool call id (+ arguments) → transaction, with what the approver was shown."""
+    """(conversation, tool call id, arguments) → transaction, with what the approver was
+    shown, in which workspace."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -167,6 +451,7 @@ class ApprovalBinding(BaseModel):
     end_note: str = ""
     harvest: HarvestCapture | None = None
     end_principal: str = ""
+    """Who approved or denied (checked with :func:`~vsh_ai.toolset._principal.check_principal`)."""
     end_message: str = ""
     end_unix_ms: int = 0
     on_commit: VshResult | None = None
@@ -175,6 +460,12 @@ class ApprovalBinding(BaseModel):
     call_key: str = ""
     """The journal key of the call that asked (its run, step and id): a replay of that
     very call asks again, as it did the first time, whatever happened since."""
+    workspace_id: str = ""
+    """The workspace this binding belongs to (its state directory's identity)."""
+    conversation: str = ""
+    """The digest of the model response that made the call (:func:`response_digest`)."""
+    sequence: int = 0
+    """Raised by every write: the newer of the two copies wins."""
     mac: str = ""
 
     def signed_payload(self) -> bytes:
@@ -186,54 +477,51 @@ class ApprovalBinding(BaseModel):
         return self.model_dump_json(exclude={"mac", *defaults}).encode()
 
 
-class SignedRecords:
-    """A folder of JSON records signed with the key from :func:`load_signing_key`."""
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self._key: bytes | None = None
-
-    @property
-    def key(self) -> bytes:
-        if self._key is None:
-            self._key = load_signing_key()
-        return self._key
-
-    def mac(self, payload: bytes) -> str:
-        return hmac.new(self.key, payload, hashlib.sha256).hexdigest()
+_BINDING_FIX = "deny this tool call and let the agent submit the change again"
 
 
 class ApprovalStore(SignedRecords):
-    """Signed, atomic JSON files under ``directory``; safe to share between processes."""
+    """Signed, atomic JSON files under ``directory``; safe to share between processes.
+
+    Every failure (an unusable signing key, an unreadable, forged, rolled-back or foreign
+    binding, a FIFO or directory where a file belongs, a lock held too long, a full disk)
+    raises :class:`VshApprovalError` saying what happened and what to do.
+    """
 
     def _sign(self, binding: ApprovalBinding) -> ApprovalBinding:
         return binding.model_copy(update={"mac": self.mac(binding.signed_payload())})
 
     @staticmethod
-    def _prefix(tool_call_id: str) -> str:
-        return hashlib.sha256(tool_call_id.encode()).hexdigest()
+    def _prefix(tool_call_id: str, conversation: str = "") -> str:
+        named = json.dumps([conversation, tool_call_id]) if conversation else tool_call_id
+        return hashlib.sha256(named.encode()).hexdigest()
 
-    def path_for(self, tool_call_id: str, digest: str) -> Path:
-        return self.directory / f"{self._prefix(tool_call_id)}.{digest[:32]}.json"
-
-    def bound(self, tool_call_id: str) -> bool:
-        """Whether any call with this id has a binding (whatever its arguments)."""
-        return any(self.directory.glob(f"{self._prefix(tool_call_id)}.*.json"))
+    def path_for(self, tool_call_id: str, digest: str, *, conversation: str = "") -> Path:
+        return self.directory / f"{self._prefix(tool_call_id, conversation)}.{digest[:32]}.json"
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _guard(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            raise VshApprovalError(
+                f"cannot {doing} the approval bindings in {self.directory} "
+                f"({describe(error, self.directory)}); nothing was committed"
+            ) from None
+
+    def bound(self, tool_call_id: str, *, conversation: str = "") -> bool:
+        """Whether any call with this id (in this conversation) has a binding, whatever
+        its arguments."""
+        prefix = self._prefix(tool_call_id, conversation)
+        with self._guard("read"):
+            return any(path.name.startswith(prefix + ".") for path in self._stems())
 
     def _write(self, binding: ApprovalBinding) -> ApprovalBinding:
         binding = self._sign(binding)
-        target = self.path_for(binding.tool_call_id, binding.args_digest)
-        write_atomically(target, binding.model_dump_json(), durable=True)
+        target = self.path_for(
+            binding.tool_call_id, binding.args_digest, conversation=binding.conversation
+        )
+        self._write_record(target, binding.model_dump_json(), durable=True)
         return binding
 
     def save(
@@ -250,10 +538,12 @@ class ApprovalStore(SignedRecords):
         harvest: HarvestCapture | None = None,
         on_commit: VshResult | None = None,
         call_key: str = "",
+        conversation: str = "",
     ) -> ApprovalBinding:
-        """Bind a call once: an existing binding for the same call is returned unchanged."""
-        with self._locked():
-            existing = self.load(tool_call_id, digest)
+        """Bind a call once: an existing binding for the same call (conversation, id and
+        arguments) is returned unchanged."""
+        with self._guard("write"), self._locked():
+            existing = self.load(tool_call_id, digest, conversation=conversation)
             if existing is not None:
                 return existing
             binding = ApprovalBinding(
@@ -269,6 +559,9 @@ class ApprovalStore(SignedRecords):
                 harvest=harvest,
                 on_commit=on_commit,
                 call_key=call_key,
+                workspace_id=self.workspace_id,
+                conversation=conversation,
+                sequence=1,
             )
             return self._write(binding)
 
@@ -281,10 +574,24 @@ class ApprovalStore(SignedRecords):
         *,
         message: str = "",
     ) -> ApprovalBinding:
-        """Record the end state (and who approved, or the approver's denial message, when
-        known) durably; an end state already recorded wins."""
-        with self._locked():
-            current = self.load(binding.tool_call_id, binding.args_digest) or binding
+        """Record the end state (and who approved or denied, or the approver's denial
+        message, when known) durably; an end state already recorded wins.
+
+        ``principal`` ("" when nobody decided: stale, expired, failed) must pass
+        :func:`~vsh_ai.toolset._principal.check_principal`, else :class:`VshApprovalError`.
+        """
+        if principal:
+            try:
+                check_principal(principal)
+            except InvalidPrincipal as error:
+                raise VshApprovalError(str(error)) from None
+        with self._guard("write"), self._locked():
+            current = (
+                self.load(
+                    binding.tool_call_id, binding.args_digest, conversation=binding.conversation
+                )
+                or binding
+            )
             if current.end_state != "pending":
                 return current
             update: dict[str, Any] = {
@@ -293,64 +600,86 @@ class ApprovalStore(SignedRecords):
                 "end_principal": principal,
                 "end_message": message,
                 "end_unix_ms": now_ms(),
+                "sequence": current.sequence + 1,
             }
             return self._write(current.model_copy(update=update))
 
-    def load(self, tool_call_id: str, digest: str) -> ApprovalBinding | None:
+    def load(
+        self, tool_call_id: str, digest: str, *, conversation: str = ""
+    ) -> ApprovalBinding | None:
         """The binding of this exact call; None when there is none.
 
-        A corrupt, unsigned or re-signed file (rewritten by anything but this store)
-        raises :class:`VshApprovalError`.
+        A corrupt, unsigned or re-signed file (rewritten by anything but this store), a
+        binding of another call or workspace, or an unreadable one raises
+        :class:`VshApprovalError`. Of the two copies the newer is used.
         """
-        path = self.path_for(tool_call_id, digest)
-        try:
-            raw = path.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            binding = ApprovalBinding.model_validate_json(raw)
-        except ValidationError as error:
-            raise VshApprovalError(
-                f"{path}: approval binding is corrupt ({error.error_count()} errors); "
-                "deny this tool call and let the agent submit the change again"
-            ) from None
-        expected = self.mac(binding.signed_payload())
-        if not hmac.compare_digest(expected, binding.mac):
-            raise VshApprovalError(
-                f"{path}: approval binding was modified outside vsh-ai (signature mismatch); "
-                "nothing is committed for it"
+        path = self.path_for(tool_call_id, digest, conversation=conversation)
+        with self._guard("read"):
+            binding = self._read_record(
+                path, ApprovalBinding.model_validate_json, what="approval binding", fix=_BINDING_FIX
             )
-        if binding.tool_call_id != tool_call_id or binding.args_digest != digest:
+        if binding is None:
+            return None
+        if (
+            binding.tool_call_id != tool_call_id
+            or binding.args_digest != digest
+            or binding.conversation != conversation
+        ):
             raise VshApprovalError(f"{path}: binding belongs to another tool call")
+        self._check_workspace(path, binding)
         return binding
+
+    def _check_workspace(self, path: Path, binding: ApprovalBinding) -> None:
+        if not self.workspace_id or binding.workspace_id == self.workspace_id:
+            return
+        named = (
+            f"workspace id {binding.workspace_id}"
+            if binding.workspace_id
+            else "no workspace (written by an older vsh-ai)"
+        )
+        raise VshApprovalError(
+            f"{path}: approval binding belongs to another workspace (it names {named}, this "
+            f"workspace is {self.workspace_id}): the state directory was copied or shared; "
+            f"nothing is committed for it; {_BINDING_FIX}"
+        )
 
     def audit(self) -> Iterator[tuple[Path, ApprovalBinding | None, str]]:
         """Every binding file: ``(path, binding, "")`` when it verifies, else
-        ``(path, None, reason)`` (unreadable, corrupt or modified outside vsh-ai)."""
-        for path in sorted(self.directory.glob("*.json")):
+        ``(path, None, reason)`` (unreadable, corrupt, modified outside vsh-ai, or of
+        another workspace)."""
+        with self._guard("read"):
+            stems = self._stems()
+        for path in stems:
             try:
-                binding = ApprovalBinding.model_validate_json(path.read_text())
+                binding = self._read_record(
+                    path, ApprovalBinding.model_validate_json, what="binding", fix=_BINDING_FIX
+                )
             except OSError as error:
-                yield path, None, f"unreadable ({error.strerror})"
+                yield path, None, f"unreadable ({describe(error, path)})"
                 continue
-            except ValidationError:
-                yield path, None, "corrupt record"
+            except VshApprovalError as error:
+                reason = str(error)
+                yield (
+                    path,
+                    None,
+                    "corrupt record"
+                    if "is corrupt" in reason
+                    else "signature mismatch (modified outside vsh-ai)",
+                )
                 continue
-            expected = self.mac(binding.signed_payload())
-            if hmac.compare_digest(expected, binding.mac):
-                yield path, binding, ""
-            else:
-                yield path, None, "signature mismatch (modified outside vsh-ai)"
+            if binding is None:
+                continue  # deleted meanwhile
+            try:
+                self._check_workspace(path, binding)
+            except VshApprovalError:
+                yield path, None, "belongs to another workspace"
+                continue
+            yield path, binding, ""
 
     def all(self) -> Iterator[ApprovalBinding]:
-        """Every readable, correctly signed binding (others are skipped)."""
-        for path in sorted(self.directory.glob("*.json")):
-            try:
-                binding = ApprovalBinding.model_validate_json(path.read_text())
-            except (OSError, ValidationError):
-                continue
-            expected = self.mac(binding.signed_payload())
-            if hmac.compare_digest(expected, binding.mac):
+        """Every readable, correctly signed binding of this workspace (others are skipped)."""
+        for _path, binding, _problem in self.audit():
+            if binding is not None:
                 yield binding
 
 

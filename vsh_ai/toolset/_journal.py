@@ -3,22 +3,27 @@
 A durable engine (DBOS, Temporal, ...) re-runs a tool call after a crash when the call's
 result was not recorded. The VSH commit may already have happened, so running the program
 again would commit it twice. The journal closes that window: before any native call that
-may commit, :meth:`CommitJournal.prepare` records (call key, arguments) -> the transaction
-and the result the agent will see if it commits, fsynced; after the outcome,
+may commit, :meth:`CommitJournal.prepare` records call key -> (arguments digest, the
+transaction and the result the agent will see if it commits), fsynced; after the outcome,
 :meth:`CommitJournal.finish` records the final result. A replayed call (same key, same
 arguments) gets the recorded result, or, when only ``prepare`` was recorded, VSH's durable
 transaction state decides: committed means the recorded result; anything else means the
 commit never happened and the call runs again (re-using the recorded judge decision when
 the re-run produces the same transaction, so a paid judge is not asked twice).
 
-Records are signed like approval bindings (the key lives outside every workspace), so a
-forged record can neither claim a commit nor carry a decision into a transaction.
+Records belong somewhere. They are keyed by the call key alone: a key used once never
+commits again under other arguments (:class:`JournalConflict`). They are signed like
+approval bindings (the key lives outside every workspace) and name their workspace, so a
+forged record can neither claim a commit nor carry a decision into a transaction, and a
+journal copied from another checkout is refused. Each record carries a sequence number and
+is written twice (``<key digest>.json`` and its mirror ``.hw``): the newer valid copy wins,
+so copying an older (``prepared``) record over a finished one does not make the call run
+again.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import os
@@ -29,11 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 
-from ._bindings import SignedRecords, VshApprovalError, write_atomically
+from ._bindings import SignedRecords, VshApprovalError
 from ._driver import now_ms
+from ._files import describe
+from ._principal import quoted
 from ._result import VshResult
 
 __all__ = (
@@ -41,6 +48,7 @@ __all__ = (
     "AlreadyDone",
     "CommitJournal",
     "CurrentCall",
+    "JournalConflict",
     "JournalEntry",
     "JournalUnavailable",
     "Phase",
@@ -52,10 +60,29 @@ Phase = Literal["judging", "prepared", "done"]
 decided, about to commit; ``done``: the call's final result."""
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 
+_KEY_SHOWN = 120
+_RECORD_FIX = "check VSH's state of the call's transaction by hand, then delete the record"
+
 
 class JournalUnavailable(RuntimeError):
     """The journal could not be read or written (disk full, permissions, a file in the
-    way): the call commits nothing, since exactly-once could not be guaranteed."""
+    way, a lock held too long): the call commits nothing, since exactly-once could not be
+    guaranteed."""
+
+
+class JournalConflict(VshApprovalError):
+    """The call key was already used by a call with other arguments. A call key commits
+    at most once, whatever arguments a replay brings: nothing runs."""
+
+    def __init__(self, key: str, path: Path) -> None:
+        shown = quoted(key[:_KEY_SHOWN]) + (" (shortened)" if len(key) > _KEY_SHOWN else "")
+        super().__init__(
+            f"tool call {shown} was already made with other arguments (journal record "
+            f"{path}): a call key commits at most once, so nothing was run. A replay must "
+            "bring the same arguments; a new call needs a new key (tool call id, or call_key=)"
+        )
+        self.key = key
+        self.path = path
 
 
 class AlreadyDone(Exception):
@@ -71,7 +98,7 @@ class JournalEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    version: int = 1
+    version: int = 2
     key: str
     tool_name: str
     args_digest: str
@@ -87,6 +114,10 @@ class JournalEntry(BaseModel):
     expected: VshResult | None = None
     result: VshResult | None = None
     created_unix_ms: int
+    workspace_id: str = ""
+    """The workspace this record belongs to (its state directory's identity)."""
+    sequence: int = 0
+    """Raised by every write of this key: the newer of the two copies wins."""
     mac: str = ""
 
     def signed_payload(self) -> bytes:
@@ -94,25 +125,58 @@ class JournalEntry(BaseModel):
 
 
 class CommitJournal(SignedRecords):
-    """Signed, atomic JSON records under ``directory``, one per (call key, arguments)."""
+    """Signed, atomic JSON records under ``directory``, one per call key.
 
-    def path_for(self, key: str, digest: str) -> Path:
-        name = hashlib.sha256(key.encode()).hexdigest()
-        return self.directory / f"{name}.{digest[:32]}.json"
+    ``load`` raises :class:`VshApprovalError` for a forged, corrupt or foreign record,
+    :class:`JournalConflict` for a key recorded with other arguments and
+    :class:`JournalUnavailable` when the journal cannot be read. ``prepare``, ``judging``,
+    ``finish`` and ``prune`` raise only :class:`JournalUnavailable` (and ``prepare`` /
+    ``judging`` :class:`AlreadyDone`).
+    """
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+
+    def _legacy_path(self, key: str, digest: str) -> Path:
+        """Where vsh-ai before call-key-only records kept this call."""
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.{digest[:32]}.json"
 
     def _mac(self, entry: JournalEntry) -> str:
         return self.mac(entry.signed_payload())
 
-    def _write(self, entry: JournalEntry, *, durable: bool) -> JournalEntry:
-        entry = entry.model_copy(update={"mac": self._mac(entry)})
-        target = self.path_for(entry.key, entry.args_digest)
+    @contextlib.contextmanager
+    def _unavailable(self, doing: str) -> Iterator[None]:
+        """Any failure below becomes :class:`JournalUnavailable` (naming the problem)."""
         try:
-            write_atomically(target, entry.model_dump_json(), durable=durable)
+            yield
         except OSError as error:
             raise JournalUnavailable(
-                f"cannot write the commit journal in {self.directory} ({error.strerror or error})"
+                f"cannot {doing} the commit journal in {self.directory} "
+                f"({describe(error, self.directory)})"
             ) from None
-        return entry
+        except VshApprovalError as error:  # forged, foreign, conflicting, no key: stop
+            raise JournalUnavailable(str(error)) from None
+
+    def _record(self, entry: JournalEntry, *, durable: bool, done_wins: bool) -> JournalEntry:
+        """Under the lock: write ``entry`` as the key's newest record, unless the call is
+        already done (``done_wins``: return that record; else raise :class:`AlreadyDone`)."""
+        with self._unavailable("write"), self._locked():
+            recorded = self.load(entry.key, entry.args_digest)
+            if recorded is not None and recorded.phase == "done":
+                if done_wins:
+                    return recorded
+                # Another process finished this call meanwhile (a stalled worker whose
+                # call a durable engine gave to another): never commit it a second time.
+                raise AlreadyDone(recorded)
+            entry = entry.model_copy(
+                update={
+                    "workspace_id": self.workspace_id,
+                    "sequence": (recorded.sequence if recorded is not None else 0) + 1,
+                }
+            )
+            entry = entry.model_copy(update={"mac": self._mac(entry)})
+            self._write_record(self.path_for(entry.key), entry.model_dump_json(), durable=durable)
+            return entry
 
     def prepare(
         self,
@@ -141,13 +205,7 @@ class CommitJournal(SignedRecords):
             expected=expected,
             created_unix_ms=now_ms(),
         )
-        with self._locked():
-            recorded = self._recorded(key, digest)
-            if recorded is not None and recorded.phase == "done":
-                # Another process finished this call meanwhile (a stalled worker whose
-                # call a durable engine gave to another): never commit it a second time.
-                raise AlreadyDone(recorded)
-            return self._write(entry, durable=True)
+        return self._record(entry, durable=True, done_wins=False)
 
     def judging(
         self, *, key: str, tool_name: str, digest: str, transaction: str, attempt: int = 0
@@ -168,11 +226,7 @@ class CommitJournal(SignedRecords):
             attempt=attempt,
             created_unix_ms=now_ms(),
         )
-        with self._locked():
-            recorded = self._recorded(key, digest)
-            if recorded is not None and recorded.phase == "done":
-                raise AlreadyDone(recorded)
-            return self._write(entry, durable=False)
+        return self._record(entry, durable=False, done_wins=False)
 
     def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
         """Record the call's final result; a replay returns it as is. Returns the
@@ -190,34 +244,7 @@ class CommitJournal(SignedRecords):
             result=result,
             created_unix_ms=now_ms(),
         )
-        with self._locked():
-            recorded = self._recorded(key, digest)
-            if recorded is not None and recorded.phase == "done":
-                return recorded
-            return self._write(entry, durable=False)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """One writer at a time across processes (read, decide, write)."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            handle = open(self.directory / ".lock", "a")  # noqa: SIM115
-        except OSError as error:
-            raise JournalUnavailable(
-                f"cannot lock the commit journal in {self.directory} ({error.strerror or error})"
-            ) from None
-        with handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def _recorded(self, key: str, digest: str) -> JournalEntry | None:
-        try:
-            return self.load(key, digest)
-        except VshApprovalError as error:  # a forged record: stop, commit nothing
-            raise JournalUnavailable(str(error)) from None
+        return self._record(entry, durable=False, done_wins=True)
 
     def prune(self, older_than_s: float) -> int:
         """Delete records older than ``older_than_s`` seconds; returns how many.
@@ -230,48 +257,79 @@ class CommitJournal(SignedRecords):
             raise ValueError(f"older_than_s must be >= 0 seconds, got {older_than_s}")
         cutoff = time.time() - older_than_s
         removed = 0
-        try:
-            entries = list(os.scandir(self.directory))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            if not entry.name.endswith(".json"):
-                continue
+        with self._unavailable("prune"):
             try:
-                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                    os.unlink(entry.path)
-                    removed += 1
+                entries = {entry.name: entry for entry in os.scandir(self.directory)}
             except FileNotFoundError:
-                continue
+                return 0
+            for name, entry in entries.items():
+                if name.startswith(".") or not name.endswith((".json", ".hw")):
+                    continue
+                main = name.removesuffix(".hw") + ".json" if name.endswith(".hw") else name
+                if name != main and main in entries:
+                    continue  # a mirror goes with its main record
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime >= cutoff:
+                        continue
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    continue
+                if name == main:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.mirror(Path(entry.path)))
+                removed += 1
         return removed
 
     def load(self, key: str, digest: str) -> JournalEntry | None:
-        """The record of this call, or None. A corrupt or forged record raises
-        :class:`VshApprovalError` (nothing is committed or reported for it)."""
-        path = self.path_for(key, digest)
+        """The record of this call key, or None.
+
+        Raises :class:`JournalConflict` when the key was recorded with other arguments (another
+        digest), :class:`VshApprovalError` for a corrupt, forged or foreign (another
+        workspace's) record, :class:`JournalUnavailable` when the journal cannot be read
+        (a FIFO or folder in the way, permissions) or holds a record of an older vsh-ai
+        for this call. Of the record's two copies the newer is used.
+        """
+        path = self.path_for(key)
+        with self._unavailable_io("read"):
+            entry = self._read_record(
+                path,
+                JournalEntry.model_validate_json,
+                what="commit journal record",
+                fix=_RECORD_FIX,
+            )
+            if entry is None:
+                legacy = self._legacy_path(key, digest)
+                if os.path.lexists(legacy):
+                    raise JournalUnavailable(
+                        f"{legacy}: commit journal record written by an older vsh-ai (before "
+                        "records named their workspace); nothing was run for this call. "
+                        f"{_RECORD_FIX[0].upper()}{_RECORD_FIX[1:]} (or prune the journal)"
+                    )
+                return None
+        if entry.key != key:
+            raise VshApprovalError(f"{path}: journal record belongs to another tool call")
+        if self.workspace_id and entry.workspace_id != self.workspace_id:
+            named = entry.workspace_id or "none"
+            raise VshApprovalError(
+                f"{path}: commit journal record belongs to another workspace (it names "
+                f"workspace id {named}, this workspace is {self.workspace_id}): the state "
+                "directory was copied or shared; nothing is committed or reported for it"
+            )
+        if not hmac.compare_digest(entry.args_digest, digest):
+            raise JournalConflict(key, path)
+        return entry
+
+    @contextlib.contextmanager
+    def _unavailable_io(self, doing: str) -> Iterator[None]:
+        """``OSError`` becomes :class:`JournalUnavailable`; signature problems stay
+        :class:`VshApprovalError` (the caller says "modified outside vsh-ai")."""
         try:
-            raw = path.read_text()
-        except FileNotFoundError:
-            return None
+            yield
         except OSError as error:
             raise JournalUnavailable(
-                f"cannot read the commit journal in {self.directory} ({error.strerror or error})"
+                f"cannot {doing} the commit journal in {self.directory} "
+                f"({describe(error, self.directory)})"
             ) from None
-        try:
-            entry = JournalEntry.model_validate_json(raw)
-        except ValidationError as error:
-            raise VshApprovalError(
-                f"{path}: commit journal record is corrupt ({error.error_count()} errors); "
-                "check VSH's state of the call's transaction by hand, then delete the record"
-            ) from None
-        if not hmac.compare_digest(self._mac(entry), entry.mac):
-            raise VshApprovalError(
-                f"{path}: commit journal record was modified outside vsh-ai (signature "
-                "mismatch); nothing is committed or reported for it"
-            )
-        if entry.key != key or entry.args_digest != digest:
-            raise VshApprovalError(f"{path}: journal record belongs to another tool call")
-        return entry
 
 
 @dataclass(frozen=True, slots=True)
