@@ -287,9 +287,10 @@ async def test_one_span_per_decision_without_contents(safe_evidence, capfire) ->
     attributes = spans[0]["attributes"]
     assert attributes["judge_id"] == "llm-judge"
     assert attributes["verdict"] == "approve"
-    assert attributes["requests"] == 1
-    assert attributes["output_tokens"] == 30
-    assert attributes["transaction"] == safe_evidence.transaction
+    # Counts, sizes, citations and the transaction are computed from the judged work
+    # (possibly refused bytes): they stay in the verdict, not the span.
+    for computed in ("requests", "output_tokens", "transaction", "cited", "packet_bytes"):
+        assert computed not in attributes
     flat = repr(capfire.exporter.exported_spans_as_dict())
     for content in ("port = 8443", "tls = true", "move the port"):
         assert content not in flat

@@ -308,35 +308,22 @@ class LLMCommitJudge:
         return f"LLMCommitJudge({self.model_name!r}, id={self.id!r})"
 
     async def review(self, evidence: Evidence, /) -> Verdict:
-        """Decide one transaction; every failure is ``review`` with a category."""
+        """Decide one transaction; every failure is ``review`` with a category.
+
+        The span carries the judge's identity and its decision only: the transaction id,
+        token counts, sizes and citations are computed from the work being judged (a
+        refused program's bytes among them), so they stay in the verdict's details, which
+        the approver and the eval reports see."""
         started = time.perf_counter()
         with logfire.span(
             "vsh-ai llm judge {judge_id}",
             judge_id=self.id,
             judge_digest=self.digest,
             model=self.model_name,
-            transaction=evidence.transaction,
-            event_id=evidence.digests.event_id,
         ) as span:
             verdict = await self._review(evidence)
             verdict = verdict.model_copy(update={"latency_s": time.perf_counter() - started})
-            usage = verdict.usage or Usage()
-            span.set_attributes(
-                {
-                    "verdict": verdict.decision,
-                    "failure": verdict.failure or "",
-                    "cited": list(verdict.cited),
-                    "requests": usage.requests,
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "latency_s": verdict.latency_s or 0.0,
-                    "packet_digest": verdict.details.get("packet_digest", ""),
-                    "packet_bytes": verdict.details.get("packet_bytes", 0),
-                    "input_bytes": verdict.details.get("input_bytes", 0),
-                    "output_bytes": verdict.details.get("output_bytes", 0),
-                    "finish_reason": verdict.details.get("finish_reason") or "",
-                }
-            )
+            span.set_attributes({"verdict": verdict.decision, "failure": verdict.failure or ""})
         return verdict
 
     def _verdict(

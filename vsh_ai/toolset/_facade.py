@@ -207,7 +207,10 @@ class VshToolset(FunctionToolset[Any]):
                 self.deferred = DeferredFlow(self.transactions, self.store)
         self.files = FileTools(self.run_program, bash_enabled=self.config.bash)
         self.instructions_text = instructions_for(
-            self.config.tools, bash=self.config.bash, deferred=self.config.deferred
+            self.config.tools,
+            bash=self.config.bash,
+            deferred=self.config.deferred,
+            reviewed=self.config.reviewed,
         )
         super().__init__(
             id=id,

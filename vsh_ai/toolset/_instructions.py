@@ -26,12 +26,15 @@ only when the result says state="committed". Result states:
 - denied: NOT applied; policy refused (see `deny_reason`), e.g. protected files such as
   .env. Do not try to reach them another way.
 - stale: NOT applied; files changed underneath. Re-read them and submit again.
-Only committed or read work shows the program's `result`/`stdout`; other states withhold
-them. Always follow the result's `next_step`. A failed program (exception, syntax error,
-missing file, budget exceeded) changes nothing and comes back as an error to fix."""
+Only committed or read work shows what the program did (`result`, `stdout`, changes,
+diff); other states show the decision and the reviewer's feedback only. Always follow
+the result's `next_step`. A failed program (exception, syntax error, missing file,
+budget exceeded) changes nothing and comes back as an error to fix."""
 
 
-def instructions_for(tools: Sequence[str], *, bash: bool, deferred: bool) -> str:
+def instructions_for(
+    tools: Sequence[str], *, bash: bool, deferred: bool, reviewed: bool = False
+) -> str:
     """Instructions for exactly the exposed tools and enabled languages."""
     lines = [
         "Workspace files live under /workspace (e.g. /workspace/app.toml); use those paths.",
@@ -48,6 +51,12 @@ def instructions_for(tools: Sequence[str], *, bash: bool, deferred: bool) -> str
             "language='bash' runs bounded shell at /workspace (no host programs, no network)."
             if bash
             else "Only language='monty' is enabled; Bash is not available."
+        )
+    if reviewed and "vsh_run" in tools:
+        lines.append(
+            "A reviewer checks this workspace's changes, so when a vsh_run program fails its "
+            "error details are withheld (syntax errors excepted): catch exceptions inside "
+            "the program and return a description as its last expression instead."
         )
     if deferred:
         lines.append(
