@@ -140,12 +140,14 @@ async def attempt(toolset: VshToolset, title: str, code: str, intent: str, why: 
         if isinstance(p, ToolReturnPart)
     )
     assert isinstance(result, VshResult)
-    verdict = result.verdict
+    # The full verdict (who was asked, what they cited) is the approver's and the host's
+    # view; of refused work the worker model sees only the decision and the feedback.
+    verdict = result.approver_view()["verdict"]
     print(f"   result: {result.state}")
     if verdict is not None:
-        print(f"   judges asked: {' then '.join(verdict.details.get('trail', []))}")
-        print(f"   decided by: {verdict.judge} -> {verdict.decision}")
-        print(f"   feedback to the agent: {verdict.reason}")
+        print(f"   judges asked: {' then '.join(verdict['details'].get('trail', []))}")
+        print(f"   decided by: {verdict['judge']} -> {verdict['decision']}")
+        print(f"   feedback to the agent: {result.feedback or verdict['reason']}")
     print(f"   why: {why}")
     return result
 
