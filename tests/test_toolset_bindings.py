@@ -230,7 +230,8 @@ async def test_a_new_conversation_reusing_a_call_id_does_not_inherit_a_denial(
     make_workspace: Callable[..., Path],
 ) -> None:
     """Models say ``call_0`` every time: a new conversation making the same call under the
-    same id got the other conversation's denial instead of its own approval request."""
+    same id (on a workspace that moved on, so VSH sees a new transaction) got the other
+    conversation's denial instead of its own approval request."""
     workspace = make_workspace({"app.toml": "port = 8080\n"})
     first = await deferred(workspace, turns([patch("call_0", "9090")])).run("patch")
     assert isinstance(first.output, DeferredToolRequests)
@@ -238,6 +239,7 @@ async def test_a_new_conversation_reusing_a_call_id_does_not_inherit_a_denial(
         message_history=first.all_messages(),
         deferred_tool_results=DeferredToolResults(approvals={"call_0": ToolDenied("No.")}),
     )
+    (workspace / "app.toml").write_text("port = 8080\n# reviewed\n")
     second = await deferred(workspace, turns([patch("call_0", "9090")])).run("patch again")
     assert isinstance(second.output, DeferredToolRequests), second.output
     returns: list[Any] = []
@@ -245,4 +247,4 @@ async def test_a_new_conversation_reusing_a_call_id_does_not_inherit_a_denial(
         message_history=second.all_messages(), deferred_tool_results=approve(["call_0"])
     )
     assert returns[0].state == "committed"
-    assert snapshot_tree(workspace) == {"app.toml": b"port = 9090\n"}
+    assert snapshot_tree(workspace) == {"app.toml": b"port = 9090\n# reviewed\n"}
