@@ -304,9 +304,9 @@ class JudgeHook:
         """Review one event and return the (fail-closed) verdict, recording it."""
         started = time.perf_counter()
         transaction = event.transaction
-        # Identity and decision only: the transaction id (a digest of the workspace's bytes)
-        # and timings are the judged work's, which may be refused (see toolset/_render.py).
-        with logfire.span("vsh-ai judge {judge_id}", judge_id=self.judge.id) as span:
+        with logfire.span(
+            "vsh-ai judge {judge_id}", judge_id=self.judge.id, transaction=transaction
+        ) as span:
             verdict = await self._decide(event)
             verdict = verdict.model_copy(
                 update={
@@ -322,6 +322,7 @@ class JudgeHook:
                     "verdict": verdict.decision,
                     "decided_by": verdict.judge,
                     "failure": verdict.failure or "",
+                    "latency_s": verdict.latency_s or 0.0,
                 }
             )
         self._verdicts[transaction] = verdict
