@@ -103,6 +103,16 @@ class VshResult(BaseModel):
     # names, diff and diagnosis. Never part of what the worker model sees.
     _approver: dict[str, Any] | None = PrivateAttr(None)
 
+    def __eq__(self, other: object) -> bool:
+        """Results are equal when the agent sees the same thing (a replayed result, read
+        back from the journal, equals the original; the approver's view is not compared)."""
+        if not isinstance(other, VshResult):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    def __hash__(self) -> int:
+        return hash(self.model_dump_json())
+
     def approver_view(self) -> dict[str, Any]:
         """The metadata an approver needs: transaction, full change names, diff, verdict."""
         if self._approver is not None:
