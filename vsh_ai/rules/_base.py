@@ -260,9 +260,16 @@ class RuleSet:
             if not claims:
                 reason = "Nothing changed and no rule objected."
             else:
+                # Name the first few; a reason listing every path of a large change would
+                # exceed VSH's feedback limit (details["claims"] keeps them all).
+                listed = "; ".join(
+                    f"{c['path']} ({c['kind']}) by {c['allowance']}" for c in claims[:_LISTED]
+                )
+                rest = len(claims) - _LISTED
                 reason = (
                     "Every change is proven allowed: "
-                    + "; ".join(f"{c['path']} ({c['kind']}) by {c['allowance']}" for c in claims)
+                    + listed
+                    + (f"; and {rest} more ({len(claims)} changes in all)" if rest > 0 else "")
                     + "."
                 )
             return Verdict.approve(reason, judge=self.id, details={"claims": claims})
