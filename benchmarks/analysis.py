@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vsh_ai.analysis import _changes, _config
+from vsh_ai.analysis import _changes, _config, _secrets
 from vsh_ai.analysis._secrets import MAX_SCAN_CHARS, find_secrets, redact_text
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
@@ -102,7 +102,7 @@ def clear_caches() -> None:
     """Forget parsed config trees, flattened keys, net changes and module facts."""
     _config._PARSED.clear()
     _config._FLAT.clear()
-    _changes._CACHE.clear()
+    _secrets.clear_cache()
     from vsh_ai.analysis._python import module_facts
 
     module_facts.cache_clear()

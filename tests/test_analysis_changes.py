@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vsh_ai import Evidence
-from vsh_ai.analysis._changes import NetChange, _opcodes, destructive_edit, net_changes
+from vsh_ai.analysis._changes import NetChange, destructive_edit, net_changes
+from vsh_ai.analysis._diff import line_opcodes
 
 pytestmark = pytest.mark.anyio
 
@@ -311,7 +312,7 @@ async def test_reformatted_config_is_not_destructive(evidence_for: EvidenceFor) 
 )
 def test_opcodes_cover_both_sides_in_order(old: list[str], new: list[str]) -> None:
     i = j = 0
-    for tag, i1, i2, j1, j2 in _opcodes(old, new):
+    for tag, i1, i2, j1, j2 in line_opcodes(old, new).opcodes:
         assert (i1, j1) == (i, j)
         if tag == "equal":
             assert old[i1:i2] == new[j1:j2]

@@ -324,7 +324,7 @@ async def test_pipeline_first_decisive_verdict_wins(evidence_for) -> None:
     assert (verdict.decision, stop.calls) == ("review", 0)
     only_abstain = await Pipeline(Fixed("abstain")).review(evidence)
     assert only_abstain.decision == "abstain"
-    with pytest.raises(TypeError, match="not Verdict"):
+    with pytest.raises(TypeError, match="not a Verdict"):
         await Pipeline(WrongType()).review(evidence)
 
 

@@ -7,17 +7,30 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any, Protocol, get_args, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import logfire
 import vsh
 
 from ._evidence import Evidence
-from ._verdict import Decision, Usage, Verdict, json_safe
+from ._verdict import Usage, Verdict, WrongVerdict, plain_verdict, type_name
 
-__all__ = ("Judge", "JudgeHook", "Pipeline", "Quorum", "as_hook", "judge_digest")
+__all__ = (
+    "FEEDBACK_LIMIT",
+    "Judge",
+    "JudgeHook",
+    "Pipeline",
+    "Quorum",
+    "as_hook",
+    "bounded_feedback",
+    "isolated",
+    "judge_digest",
+)
+
+FEEDBACK_LIMIT = 8192
+"""UTF-8 bytes of feedback a decision carries: VSH refuses hook feedback over 16,384."""
 
 
 @runtime_checkable
@@ -48,20 +61,29 @@ def _combined_digest(kind: str, judges: Sequence[Judge], extra: str = "") -> str
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-_DECISIONS = frozenset(get_args(Decision))
+def _checked(name: str, verdict: object) -> Verdict:
+    """The plain :class:`Verdict` rebuilt from what judge ``name`` returned (checked once).
+
+    A forged or odd answer (wrong type, a decision outside the known set, an approval with
+    a failure category, a field of the wrong exact type) raises :class:`WrongVerdict`.
+    """
+    try:
+        return plain_verdict(verdict)
+    except WrongVerdict as error:
+        raise WrongVerdict(f"judge {name!r} returned {error}", what=error.what) from None
 
 
-def _checked(judge: Judge, verdict: object) -> Verdict:
-    """``verdict`` if it is a real decision; a forged one (wrong type, unknown decision set
-    by ``model_construct``, approval carrying a failure category) raises ``TypeError``."""
-    if not isinstance(verdict, Verdict):
-        raise TypeError(f"judge {judge.id!r} returned {type(verdict).__name__}, not Verdict")
-    decision = verdict.decision
-    if type(decision) is not str or decision not in _DECISIONS:
-        raise TypeError(f"judge {judge.id!r} returned an invalid decision")
-    if decision == "approve" and verdict.failure is not None:
-        raise TypeError(f"judge {judge.id!r} approved with failure {verdict.failure!r}")
-    return verdict
+def isolated(evidence: Evidence) -> Callable[[], Evidence]:
+    """A maker of copies of ``evidence`` that no holder of another copy can change.
+
+    ``evidence`` is dumped once to plain data that stays here; every call validates a new
+    :class:`Evidence` from it: new model objects and containers throughout, sharing only
+    immutable leaves (``str``, ``bytes``, numbers). A stage that writes to its copy (frozen
+    models still yield to ``object.__setattr__``) changes nothing anyone else sees. The
+    copy starts with no memoised analysis (``cached_property`` values stay behind).
+    """
+    data = evidence.model_dump()
+    return lambda: Evidence.model_validate(data)
 
 
 def _sum_usage(verdicts: Sequence[Verdict]) -> Usage | None:
@@ -87,13 +109,17 @@ class Pipeline:
         if not judges:
             raise ValueError("Pipeline needs at least one judge")
         self.judges = judges
-        self.id = id or "pipeline(" + ",".join(j.id for j in judges) + ")"
+        self._names = tuple(str(j.id) for j in judges)
+        self.id = id or "pipeline(" + ",".join(self._names) + ")"
         self.digest = _combined_digest("pipeline", judges)
 
     async def review(self, evidence: Evidence, /) -> Verdict:
+        """Each judge gets its own copy of ``evidence``; each answer is checked once and
+        only its plain rebuild is used (see :func:`~vsh_ai._verdict.plain_verdict`)."""
+        copy = isolated(evidence)
         trail: list[Verdict] = []
-        for judge in self.judges:
-            verdict = _checked(judge, await review_off_loop(judge, evidence))
+        for name, judge in zip(self._names, self.judges, strict=True):
+            verdict = _checked(name, await review_off_loop(judge, copy()))
             trail.append(verdict)
             if verdict.is_final:
                 break
@@ -125,22 +151,33 @@ class Quorum:
         if not 1 <= required <= len(judges):
             raise ValueError(f"required must be between 1 and {len(judges)}, got {required}")
         self.judges = judges
+        self._names = tuple(str(j.id) for j in judges)
         self.required = required
         self.id = id or f"quorum({required}/{len(judges)})"
         self.digest = _combined_digest("quorum", judges, str(required))
 
     async def review(self, evidence: Evidence, /) -> Verdict:
+        """Each judge gets its own copy of ``evidence``; each vote is checked once, as it
+        arrives, and only its plain rebuild is counted. Any invalid vote fails the quorum."""
+        copy = isolated(evidence)
         verdicts: list[Verdict | None] = [None] * len(self.judges)
+        invalid: list[WrongVerdict] = []
 
         async def ask(index: int, judge: Judge) -> None:
-            verdicts[index] = await review_off_loop(judge, evidence)
+            answer = await review_off_loop(judge, copy())
+            try:
+                verdicts[index] = _checked(self._names[index], answer)
+            except WrongVerdict as error:
+                invalid.append(error)
 
         async with anyio.create_task_group() as group:
             for index, judge in enumerate(self.judges):
                 group.start_soon(ask, index, judge)
-        results: list[Verdict] = []
-        for judge, verdict in zip(self.judges, verdicts, strict=True):
-            results.append(_checked(judge, verdict))
+        if invalid:
+            raise invalid[0]
+        results = [verdict for verdict in verdicts if verdict is not None]
+        if len(results) != len(self.judges):  # pragma: no cover - every task answered or raised
+            raise WrongVerdict("a judge of the quorum gave no answer")
         usage = _sum_usage(results)
         votes = [f"{v.judge}:{v.decision}" for v in results]
         rejects = [v for v in results if v.decision == "reject"]
@@ -245,24 +282,80 @@ async def acquire_slot(slots: anyio.CapacityLimiter, wait: float) -> bool:
     return True
 
 
+def bounded_feedback(text: str, limit: int = FEEDBACK_LIMIT) -> str:
+    """``text`` as valid UTF-8 of at most ``limit`` bytes, marked when it was shortened.
+
+    VSH refuses hook feedback over 16,384 bytes (the commit then fails), so a reason that
+    lists every path of a large change is cut at a character boundary and ends with
+    `` … [feedback shortened: first N of M bytes]``. Idempotent.
+    """
+    data = text.encode("utf-8", "replace")  # a lone surrogate becomes '?'
+    if len(data) <= limit:
+        return data.decode("utf-8")
+    total = len(data)
+    marker = " … [feedback shortened: first {} of {} bytes]"
+    room = max(0, limit - len(marker.format(limit, total).encode()))
+    head = data[:room].decode("utf-8", "ignore")
+    return head + marker.format(len(head.encode()), total)
+
+
 def _to_decision(verdict: Verdict) -> vsh.HookDecision:
+    if verdict.decision == "abstain":
+        return vsh.HookDecision.follow_policy()
+    reason = bounded_feedback(verdict.reason)
     if verdict.decision == "approve":
-        return vsh.HookDecision.approve(verdict.reason)
+        return vsh.HookDecision.approve(reason)
     if verdict.decision == "reject":
-        return vsh.HookDecision.reject(verdict.reason)
-    if verdict.decision == "review":
-        return vsh.HookDecision.review(verdict.reason)
-    return vsh.HookDecision.follow_policy()
+        return vsh.HookDecision.reject(reason)
+    return vsh.HookDecision.review(reason)
+
+
+_INTERRUPTS = (KeyboardInterrupt, SystemExit)
+_GROUP_EXCEPTIONS = BaseExceptionGroup.__dict__["exceptions"]
+
+
+def _leaves(error: BaseException, depth: int = 0) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups; ``error`` itself otherwise."""
+    if depth > 32 or not issubclass(type(error), BaseExceptionGroup):
+        return [error]
+    inner = _GROUP_EXCEPTIONS.__get__(error)
+    if type(inner) is not tuple:
+        return [error]
+    return [leaf for item in inner[:1000] for leaf in _leaves(item, depth + 1)]
+
+
+def _judge_failed(name: str, error: BaseException) -> Verdict:
+    """The review for a judge that raised ``error``; interrupts propagate instead.
+
+    Any exception, ``GeneratorExit`` and other ``BaseException`` subclasses included, is
+    the judge failing: ``review`` with failure ``exception`` (``wrong_type`` when a
+    pipeline or quorum found an invalid answer). ``KeyboardInterrupt`` and ``SystemExit``
+    (also inside an exception group) are re-raised: the process is stopping.
+    """
+    leaves = _leaves(error)
+    for leaf in leaves:
+        if issubclass(type(leaf), _INTERRUPTS):
+            raise leaf
+    if leaves and all(issubclass(type(leaf), WrongVerdict) for leaf in leaves):
+        return Verdict.failed("wrong_type", "A judge returned an invalid Verdict.", judge=name)
+    return Verdict.failed("exception", f"The judge failed ({type_name(error)}).", judge=name)
 
 
 class JudgeHook:
     """The async VSH hook handler for one judge; owns every fail-closed path.
 
-    Exceptions, a timeout over the whole decision, internal cancellation, a wrong
-    return type, exhausted capacity and incomplete evidence each become ``review``
-    with a short failure category; never ``approve``. ``abstain`` becomes VSH's
-    follow-policy (which never upgrades pending work). Cancellation from outside is
-    re-raised so VSH fails the hook and the transaction stays pending.
+    Exceptions (``GeneratorExit`` included), a timeout over the whole decision, internal
+    cancellation, a wrong return type, exhausted capacity and incomplete evidence each
+    become ``review`` with a short failure category; never ``approve``. ``abstain``
+    becomes VSH's follow-policy (which never upgrades pending work). Cancellation from
+    outside, ``KeyboardInterrupt`` and ``SystemExit`` are re-raised so VSH fails the hook
+    and the transaction stays pending.
+
+    The judge's answer is data: it is checked once and rebuilt as a plain ``Verdict``
+    (:func:`~vsh_ai._verdict.plain_verdict`); nothing of the judge's object runs after
+    it returned, and :meth:`verdict_for` only ever holds such rebuilt verdicts. The judge
+    reviews its own copy of the evidence; the hook's last checks use the pristine one.
+    Feedback is bounded to :data:`FEEDBACK_LIMIT` bytes.
     """
 
     def __init__(
@@ -293,7 +386,10 @@ class JudgeHook:
         self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
 
     def verdict_for(self, transaction: str) -> Verdict | None:
-        """The full verdict of the latest decision on ``transaction`` (recent ones kept)."""
+        """The verdict of the latest decision on ``transaction`` (recent ones kept).
+
+        Always a plain ``Verdict`` built by the hook, never the judge's own object.
+        """
         return self._verdicts.get(transaction)
 
     async def __call__(self, event: vsh.RequestEvent | Evidence) -> vsh.HookDecision:
@@ -307,14 +403,11 @@ class JudgeHook:
         with logfire.span(
             "vsh-ai judge {judge_id}", judge_id=self.judge.id, transaction=transaction
         ) as span:
-            verdict = await self._decide(event)
+            verdict = await self._decide(event)  # a plain Verdict built here
             verdict = verdict.model_copy(
                 update={
                     "latency_s": verdict.latency_s or time.perf_counter() - started,
-                    # model_copy/model_construct skip validation: keep details JSON-safe
-                    "details": json_safe(verdict.details)
-                    if isinstance(verdict.details, dict)
-                    else {},
+                    "reason": bounded_feedback(verdict.reason),
                 }
             )
             span.set_attributes(
@@ -346,11 +439,17 @@ class JudgeHook:
                 f"Evidence is incomplete ({gaps}); a human must review this change.",
                 judge=name,
             )
+        try:
+            given = isolated(evidence)()  # the judge's copy; ``evidence`` stays pristine
+        except Exception as error:
+            return Verdict.failed(
+                "exception", f"Evidence could not be copied ({type_name(error)}).", judge=name
+            )
         if not await acquire_slot(self._slots, self.capacity_wait):
             return Verdict.failed(
                 "capacity", "The judge is at capacity; review this change later.", judge=name
             )
-        verdict = await self._review(evidence)
+        verdict = await self._review(given)
         return final_abstain(verdict, evidence)
 
     async def _review(self, evidence: Evidence) -> Verdict:
@@ -379,23 +478,17 @@ class JudgeHook:
                 _abandon(task)
                 return timed_out
             try:
-                verdict: object = task.result()
+                answer: object = task.result()
             except asyncio.CancelledError:
                 return Verdict.failed("cancelled", "The judge's review was cancelled.", judge=name)
-            except Exception as error:
-                return Verdict.failed(
-                    "exception", f"The judge failed ({type(error).__name__}).", judge=name
-                )
+            except BaseException as error:  # GeneratorExit too; interrupts re-raised
+                return _judge_failed(name, error)
         finally:
             self._slots.release()
         try:
-            return _checked(self.judge, verdict)
-        except TypeError:
-            kind = type(verdict).__name__
-            what = (
-                "an invalid Verdict" if isinstance(verdict, Verdict) else f"{kind}, not a Verdict"
-            )
-            return Verdict.failed("wrong_type", f"The judge returned {what}.", judge=name)
+            return _checked(name, answer)
+        except WrongVerdict as error:
+            return Verdict.failed("wrong_type", f"The judge returned {error.what}.", judge=name)
 
 
 def as_hook(

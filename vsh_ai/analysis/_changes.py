@@ -25,15 +25,14 @@ how the program got there. :func:`net_changes` combines them:
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
-from threading import Lock
 from typing import Literal
 
 from .._evidence import Change, Evidence, EvidenceGap, Node, is_binary
 from ._config import ConfigSyntaxError, config_changes, detect_format, flatten, parse_config
+from ._diff import line_opcodes
+from ._memo import analysis_of
 
 __all__ = ("NetChange", "NetKind", "destructive_edit", "net_changes")
 
@@ -230,8 +229,11 @@ def destructive_edit(before: str, after: str) -> str | None:
     Destructive: the file is emptied (only whitespace left where there was content), or,
     for a file with at least 4 meaningful lines (non-blank, not comments), more than half
     of them were removed or turned into comments (``#``, ``//``, ``;``, ``--``, ``*``,
-    ``rem``, ``/* */`` and ``<!-- -->`` blocks). Lines are paired with difflib opcodes, so
-    editing a line (a typo fix, a rewritten value) is not removing it.
+    ``rem``, ``/* */`` and ``<!-- -->`` blocks). Lines are paired as difflib pairs them
+    (:func:`vsh_ai.analysis._diff.line_opcodes`, bounded time), so editing a line (a typo
+    fix, a rewritten value) is not removing it. An edit whose lines cannot all be paired
+    within that bound (long runs of repeated lines) counts as destructive: not provably
+    otherwise.
     """
     if before.strip() and not after.strip():
         return "emptied: the file had content and now holds only whitespace"
@@ -245,7 +247,8 @@ def destructive_edit(before: str, after: str) -> str | None:
         return None
     new_comment = _comment_flags(after, new)
     removed = commented = 0
-    for tag, i1, i2, j1, j2 in _opcodes(old, new):
+    pairing = line_opcodes(old, new)
+    for tag, i1, i2, j1, j2 in pairing.opcodes:
         if tag == "equal":  # same text, maybe now inside a block comment
             commented += sum(
                 not old_comment[i] and new_comment[j1 + (i - i1)] for i in range(i1, i2)
@@ -260,37 +263,15 @@ def destructive_edit(before: str, after: str) -> str | None:
         commented += len(newly_commented)
         removed += max(0, len(lost) - len(newly_commented) - len(kept))
     if 2 * (removed + commented) <= meaningful:
+        if not pairing.exact:  # part of the files could not be paired line by line
+            return (
+                f"its {meaningful} meaningful lines could not all be paired with the new "
+                "version (long runs of repeated lines), so it cannot be shown not to gut them"
+            )
         return None
     parts = [f"{removed} removed"] if removed else []
     parts += [f"{commented} commented out"] if commented else []
     return f"{' and '.join(parts)} of {meaningful} meaningful lines"
-
-
-_PAIRING_LIMIT = 4_000_000
-
-
-def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib opcodes, with the common head and tail paired first (fast for small edits)."""
-    head = 0
-    limit = min(len(old), len(new))
-    while head < limit and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    out: list[tuple[str, int, int, int, int]] = [("equal", 0, head, 0, head)] if head else []
-    old_mid, new_mid = old[head : len(old) - tail], new[head : len(new) - tail]
-    # Exact pairing is quadratic or worse on large, repetitive middles (seconds to
-    # minutes on crafted files): beyond this size difflib's junk heuristic bounds it.
-    exact = len(old_mid) * len(new_mid) <= _PAIRING_LIMIT
-    middle = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=not exact)
-    out.extend(
-        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
-        for tag, i1, i2, j1, j2 in middle.get_opcodes()
-    )
-    if tail:
-        out.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
-    return out
 
 
 def _destructive(evidence: Evidence, change: Change) -> str | None:
@@ -325,10 +306,6 @@ def _same_config_values(path: str, old: bytes, new: bytes) -> bool:
 
 # -- net changes ---------------------------------------------------------------------
 
-_CACHE: OrderedDict[int, tuple[Evidence, tuple[NetChange, ...]]] = OrderedDict()
-_CACHE_SIZE = 16
-_CACHE_LOCK = Lock()
-
 
 def _kind(change: Change) -> NetKind:
     if change.kind in ("create", "modify", "delete", "metadata_change"):
@@ -339,12 +316,14 @@ def _kind(change: Change) -> NetKind:
 
 
 def net_changes(evidence: Evidence) -> tuple[NetChange, ...]:
-    """One :class:`NetChange` per canonical change, in the canonical order (cached)."""
-    with _CACHE_LOCK:
-        hit = _CACHE.get(id(evidence))
-        if hit is not None and hit[0] is evidence:
-            _CACHE.move_to_end(id(evidence))
-            return hit[1]
+    """One :class:`NetChange` per canonical change, in the canonical order.
+
+    Computed once per evidence (:func:`vsh_ai.analysis._memo.analysis_of`).
+    """
+    return analysis_of(evidence).remember(("net_changes",), lambda: _net_changes(evidence))
+
+
+def _net_changes(evidence: Evidence) -> tuple[NetChange, ...]:
     partners = _renames(evidence)
     sources = _before_blobs(evidence) if evidence.changes else {}
     out: list[NetChange] = []
@@ -363,9 +342,4 @@ def net_changes(evidence: Evidence) -> tuple[NetChange, ...]:
                 copied_from=_copied_from(change, sources),
             )
         )
-    result = tuple(out)
-    with _CACHE_LOCK:
-        _CACHE[id(evidence)] = (evidence, result)
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return result
+    return tuple(out)

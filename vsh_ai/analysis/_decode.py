@@ -12,7 +12,7 @@ import binascii
 import codecs
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -23,8 +23,10 @@ __all__ = (
     "PASSES",
     "Rewrite",
     "compile_re2",
+    "could_match",
     "decode_base64",
     "finditer",
+    "gate",
     "looks_like_private_key",
     "printable",
     "rot13",
@@ -76,6 +78,73 @@ def _ascii_bytes(text: str) -> bytes:
     return data
 
 
+# -- the gate: which of many patterns match anywhere in a text, in one RE2 pass -------
+#
+# A scan runs dozens of patterns over each text, and for nearly every text nearly none of
+# them match; each pattern's own pass has a fixed cost (the binding, the iterator), paid
+# per pattern and per text. Patterns registered with :func:`gate` are compiled into one
+# RE2 set; the first :func:`finditer` of a text runs the set once, and a gated pattern
+# the set says matches nowhere in that text yields nothing without its own pass. Exact:
+# a match inside any window of a text is a match in the text (RE2 sees the whole text
+# as context). The set also holds a pattern that always matches (at the end of the
+# text): RE2 reports a set it could not finish (its DFA out of memory) as no match at
+# all, so a result without that pattern means "unknown" and every pattern runs.
+
+_GATED: dict[int, int] = {}  # id(regex) -> its index in the set (module-level regexes only)
+_GATE_PATTERNS: list[Any] = []  # the regexes themselves, so their ids stay theirs
+_GATE_SET: Any = None
+_ALWAYS = -1  # index of the always-matching pattern
+_GATE_MEMORY = 64 << 20
+_LAST_HITS: tuple[bytes, frozenset[int] | None] = (b"", None)
+
+
+def gate(regexes: Iterable[Any]) -> None:
+    """Add module-level RE2 regexes to the gate (rebuilt once with every one added)."""
+    global _GATE_SET, _ALWAYS, _LAST_HITS
+    for regex in regexes:
+        if id(regex) not in _GATED:
+            _GATED[id(regex)] = len(_GATE_PATTERNS)
+            _GATE_PATTERNS.append(regex)
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _GATE_MEMORY
+    built = re2.Set.SearchSet(options)
+    try:
+        for regex in _GATE_PATTERNS:
+            built.Add(regex.pattern)
+        always = built.Add(r"\z")
+        built.Compile()
+    except re2.error:  # cannot build it: no gate, every pattern runs (slower, same result)
+        _GATED.clear()
+        _GATE_SET = None
+        return
+    _GATE_SET, _ALWAYS, _LAST_HITS = built, always, (b"", None)
+
+
+def _gate_hits(data: bytes) -> frozenset[int] | None:
+    """Indices of the gated patterns that match somewhere in ``data``; None: unknown."""
+    global _LAST_HITS
+    last = _LAST_HITS  # one tuple read and one tuple write: safe across threads
+    if last[0] is data:
+        return last[1]
+    found = _GATE_SET.Match(data) if _GATE_SET is not None else None
+    hits = frozenset(found) if found and _ALWAYS in found else None
+    _LAST_HITS = (data, hits)
+    return hits
+
+
+def could_match(regexes: Iterable[Any], text: str) -> bool:
+    """False only when the gate knows that none of ``regexes`` matches anywhere in ``text``."""
+    hits = _gate_hits(_ascii_bytes(text))
+    if hits is None:
+        return True
+    for regex in regexes:
+        index = _GATED.get(id(regex))
+        if index is None or index in hits:
+            return True
+    return False
+
+
 def finditer(
     regex: Any, text: str, pos: int = 0, endpos: int | None = None
 ) -> Iterator[tuple[Span, dict[str, Span]]]:
@@ -84,6 +153,11 @@ def finditer(
     if index is None:
         index = _GROUPS[id(regex)] = dict(regex.groupindex)
     data = _ascii_bytes(text)
+    gated = _GATED.get(id(regex))
+    if gated is not None:
+        hits = _gate_hits(data)
+        if hits is not None and gated not in hits:
+            return  # the set saw no match anywhere in this text
     for match in regex.finditer(data, pos, len(data) if endpos is None else endpos):
         # The binding's span(n) re-counts the groups per call; its spans list is the same
         # data (google-re2 >= 1.1), read directly when present.
@@ -379,6 +453,8 @@ def rot13(text: str) -> str:
     """
     return _ascii_bytes(text).translate(_ROT13).decode("ascii")
 
+
+gate((_PIECES, _ENCODED, _PERCENT))
 
 PASSES: tuple[Callable[[str], Rewrite | None], ...] = (join_pieces, percent_decode)
 """Rewriting passes besides :func:`decode_runs` (which also reports key DER)."""

@@ -13,11 +13,14 @@ finding of kind :data:`UNSCANNED` (so rules fail closed and redaction hides it).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_right
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import accumulate
+from threading import Lock
 from typing import Any
 
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -39,9 +42,11 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from ._decode import (
     Rewrite,
     compile_re2,
+    could_match,
     decode_base64,
     decode_runs,
     finditer,
+    gate,
     join_pieces,
     percent_decode,
     printable,
@@ -751,13 +756,21 @@ def _holds(needles: tuple[str, ...], text: str, lower: str) -> bool:
     return any(n in (lower if n.islower() else text) for n in needles)
 
 
+_TOKEN_ENTRIES: tuple[tuple[str, Any, bool, tuple[str, ...]], ...] = tuple(
+    (kind, regex, gate, needles)
+    for (kind, regex, gate), needles in zip(_TOKENS, _TOKEN_NEEDLES, strict=True)
+)
+# Without a gate hit there are no windows: only the whole-text kinds can match (same order).
+_WHOLE_TEXT_ENTRIES = tuple(entry for entry in _TOKEN_ENTRIES if entry[0] in _WHOLE_TEXT)
+
+
 def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
     out: list[SecretFinding] = []
     windows = [(low, high, text[low:high]) for low, high in _windows(text)]
     lowered = [window.lower() for _, _, window in windows]
     whole_lower = text.lower() if len(text) <= 64 else ""
     holds: dict[tuple[tuple[str, ...], int], bool] = {}  # one substring test per kind
-    for (kind, regex, gate), needles in zip(_TOKENS, _TOKEN_NEEDLES, strict=True):
+    for kind, regex, gated, needles in _TOKEN_ENTRIES if windows else _WHOLE_TEXT_ENTRIES:
         spans: list[tuple[int, int]] = []
         if kind in _WHOLE_TEXT:
             if any(n.islower() for n in needles) and not whole_lower:
@@ -779,7 +792,7 @@ def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
                     spans.append((start, end))
         for start, end in spans:
             value = text[start:end]
-            if is_placeholder(value) or (gate and not _random_tail(value)):
+            if is_placeholder(value) or (gated and not _random_tail(value)):
                 continue
             out.append(SecretFinding(kind, start, end, encoding))
     return out
@@ -869,7 +882,29 @@ def _line_starts(text: str) -> list[int]:
     return [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
 
 
+_CONTEXTUAL = (
+    _ASSIGNMENT,
+    _XML_ELEMENT,
+    _XML_PAIR,
+    _NETRC,
+    _FLAG,
+    _CURL_USER,
+    _AUTH_HEADER,
+    _BEARER,
+    _BASIC,
+    _URL_CREDENTIALS,
+    _QUERY,
+    _DOCKERFILE_ENV,
+    _SHORT_PASSWORD_FLAG,
+    _DOCKER_AUTH,
+    _YAML_KEY_LINE,
+)
+gate((_GATE, *(regex for _, regex, _ in _TOKENS), *_CONTEXTUAL))
+
+
 def _contextual(text: str) -> list[SecretFinding]:
+    if not could_match(_CONTEXTUAL, text):
+        return []  # the gate saw none of these patterns anywhere in the text
     out: list[SecretFinding] = []
 
     def add(kind: str, start: int, end: int) -> None:
@@ -1084,16 +1119,52 @@ def _normalised(found: list[SecretFinding]) -> tuple[SecretFinding, ...]:
     return tuple(out)
 
 
+# Findings by the sha256 of the text scanned (its UTF-8 bytes, lone surrogates kept:
+# one text, one key) and the scan limit. A rule, the read rule, redaction and the LLM
+# packet asking about the same bytes get one scan between them, whichever Evidence object
+# (or copy of one) holds them: the key is the content itself, never a blob id an evidence
+# claims (a forged evidence could pair a known id with other bytes).
+_FOUND: OrderedDict[tuple[bytes, int], tuple[SecretFinding, ...]] = OrderedDict()
+_FOUND_LOCK = Lock()
+_FOUND_ENTRIES = 8192
+_FOUND_FINDINGS = 1 << 18  # findings held in all (a text dense with secrets holds many)
+_found_held = 0
+
+
 def find_secrets(text: str) -> tuple[SecretFinding, ...]:
     """Every secret in ``text`` (multi-line aware, decoding passes included), by position.
 
-    Beyond :data:`MAX_SCAN_CHARS`, the rest is one :data:`UNSCANNED` finding.
+    Beyond :data:`MAX_SCAN_CHARS`, the rest is one :data:`UNSCANNED` finding. Results are
+    remembered by content digest (a bounded cache): the same text is scanned once.
     """
+    global _found_held
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), MAX_SCAN_CHARS)
+    with _FOUND_LOCK:
+        known = _FOUND.get(key)
+        if known is not None:
+            _FOUND.move_to_end(key)
+            return known
     head = text[:MAX_SCAN_CHARS]
     found = _scan(head, _DEPTH)
     if len(text) > MAX_SCAN_CHARS:
         found.append(SecretFinding(UNSCANNED, MAX_SCAN_CHARS, len(text)))
-    return _normalised(found)
+    result = _normalised(found)
+    if len(result) <= _FOUND_FINDINGS:
+        with _FOUND_LOCK:
+            if key not in _FOUND:
+                _FOUND[key] = result
+                _found_held += len(result)
+                while len(_FOUND) > _FOUND_ENTRIES or _found_held > _FOUND_FINDINGS:
+                    _found_held -= len(_FOUND.popitem(last=False)[1])
+    return result
+
+
+def clear_cache() -> None:
+    """Forget remembered findings (benchmarks measure cold decisions with it)."""
+    global _found_held
+    with _FOUND_LOCK:
+        _FOUND.clear()
+        _found_held = 0
 
 
 def find_secret(text: str) -> str | None:

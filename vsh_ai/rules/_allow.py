@@ -8,7 +8,6 @@ every change is claimed. A change in an allowance's scope whose constraints fail
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -32,6 +31,8 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
+from ..analysis._diff import line_opcodes
+from ..analysis._memo import analysis_of
 from ..analysis._secrets import is_placeholder
 from ._base import Allowance, Claim, NetChange
 from ._content import compile_re2
@@ -231,15 +232,28 @@ class AllowPaths(Allowance):
 _OPAQUE = re.compile(r"[A-Za-z0-9+=_-]{12,}")
 
 
+def _added_lines(evidence: Evidence, path: str, data: bytes) -> tuple[tuple[int, str], ...]:
+    """``(number, line)`` of each line the change at ``path`` adds (more copies than
+    before), counted once per decision and shared by every rule that asks.
+
+    ``data``: the new bytes of ``path`` (its after-bytes, ``b""`` when it has none), text.
+    ValueError when the old side is binary.
+    """
+    memo = analysis_of(evidence)
+    if evidence.change(path) is None:
+        return tuple(enumerate(memo.lines(data), start=1))
+    lines = memo.new_lines(path)
+    if lines is None:  # a binary side; callers checked the new one, so it is the old one
+        memo.lines(evidence.before_bytes(path))  # raises ValueError
+        raise ValueError("binary content has no lines to compare")
+    return lines
+
+
 def _opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
     """The first added line holding an opaque token (letters and digits mixed), or None."""
     if is_binary(data):
         return 1
-    unmatched = Counter(_lines(evidence.before_bytes(path)) if evidence.change(path) else [])
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if unmatched[line] > 0:
-            unmatched[line] -= 1
-            continue
+    for number, line in _added_lines(evidence, path, data):
         for token in _OPAQUE.findall(line):
             if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
                 return number
@@ -290,11 +304,7 @@ _PROSE = frozenset(_PROSE_WORDS.split())
 
 def _credential_line(evidence: Evidence, path: str, data: bytes) -> int | None:
     """The first added line naming a credential with a literal value after it, or None."""
-    unmatched = Counter(_lines(evidence.before_bytes(path)) if evidence.change(path) else [])
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if unmatched[line] > 0:
-            unmatched[line] -= 1
-            continue
+    for number, line in _added_lines(evidence, path, data):
         for match in _CREDENTIAL_WORD.finditer(line[:4096]):
             if _credential_value(line[match.end() :]):
                 return number
@@ -310,12 +320,16 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def _changed_lines(evidence: Evidence, path: str) -> int:
-    """Lines added plus lines removed between the two sides of ``path``."""
-    before = _lines(evidence.before_bytes(path))
-    after = _lines(evidence.after_bytes(path))
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return sum(
-        (i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    """Lines added plus lines removed between the two sides of ``path``.
+
+    Paired by :func:`vsh_ai.analysis._diff.line_opcodes` (difflib's pairing for small
+    files, bounded time for any): lines it cannot pair count as changed.
+    """
+    memo = analysis_of(evidence)
+    before = memo.lines(evidence.before_bytes(path))
+    after = memo.lines(evidence.after_bytes(path))
+    return memo.remember(
+        ("changed_lines", path), lambda: line_opcodes(before, after, trim=False).changed
     )
 
 
@@ -351,9 +365,10 @@ class AllowAddedLines(Allowance):
         if change.kind not in self.kinds or matching(self.paths, change.path) is None:
             return None
         path = change.path
+        memo = analysis_of(evidence)
         try:
-            before = _lines(evidence.before_bytes(path) if change.kind == "modify" else None)
-            after = _lines(evidence.after_bytes(path))
+            before = memo.lines(evidence.before_bytes(path) if change.kind == "modify" else None)
+            after = memo.lines(evidence.after_bytes(path))
         except ValueError as error:
             return Claim(False, f"{path}: {error}")
         unmatched = Counter(after)
@@ -366,15 +381,14 @@ class AllowAddedLines(Allowance):
                 f"{path}: {len(removed)} existing line(s) removed or changed; only add "
                 "lines here and keep every existing one",
             )
-        compiled = compile_re2(self.pattern)
+        fullmatch = compile_re2(self.pattern).fullmatch
         added = [line for line, n in unmatched.items() if n > 0]
-        bad = [
-            n for n, line in enumerate(after, 1) if line in added and not compiled.fullmatch(line)
-        ]
-        if bad:
+        failing = {line for line in added if not fullmatch(line)}  # each distinct line once
+        if failing:
+            first = next(n for n, line in enumerate(after, 1) if line in failing)
             return Claim(
                 False,
-                f"{path}: added line {bad[0]} does not match {self.pattern!r}; add only such lines",
+                f"{path}: added line {first} does not match {self.pattern!r}; add only such lines",
             )
         return Claim(True, f"{path}: only adds {sum(unmatched[a] for a in added)} allowed line(s)")
 

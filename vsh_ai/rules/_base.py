@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -23,6 +22,7 @@ from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
 from ..analysis._changes import NetChange
 from ..analysis._changes import net_changes as _net_changes
+from ..analysis._memo import analysis_of
 
 __all__ = (
     "Action",
@@ -260,9 +260,16 @@ class RuleSet:
             if not claims:
                 reason = "Nothing changed and no rule objected."
             else:
+                # Name the first few; a reason listing every path of a large change would
+                # exceed VSH's feedback limit (details["claims"] keeps them all).
+                listed = "; ".join(
+                    f"{c['path']} ({c['kind']}) by {c['allowance']}" for c in claims[:_LISTED]
+                )
+                rest = len(claims) - _LISTED
                 reason = (
                     "Every change is proven allowed: "
-                    + "; ".join(f"{c['path']} ({c['kind']}) by {c['allowance']}" for c in claims)
+                    + listed
+                    + (f"; and {rest} more ({len(claims)} changes in all)" if rest > 0 else "")
                     + "."
                 )
             return Verdict.approve(reason, judge=self.id, details={"claims": claims})
@@ -314,30 +321,25 @@ class RuleSet:
 
 
 def secret_reads(evidence: Evidence) -> list[str]:
-    """Paths whose content reads returned bytes holding secrets or key material."""
+    """Paths whose content reads returned bytes holding secrets or key material.
+
+    Computed once per evidence (its analysis memo); each blob is scanned by the shared
+    detector, which remembers findings by content digest.
+    """
+    return list(analysis_of(evidence).remember(("secret_reads",), lambda: _secret_reads(evidence)))
+
+
+def _secret_reads(evidence: Evidence) -> tuple[str, ...]:
     hits: dict[str, None] = {}
+    verdicts: dict[str, bool] = {}  # blob id -> holds a secret (within this evidence)
     for effect in evidence.effects:
-        if effect.operation != "content_read" or not effect.observed_content:
+        blob = effect.observed_content
+        if effect.operation != "content_read" or not blob:
             continue
-        if _blob_has_secret(evidence, effect.observed_content):
+        found = verdicts.get(blob)
+        if found is None:
+            data = evidence.blob_bytes(blob)  # uncaptured: the completeness rule's finding
+            found = verdicts[blob] = data is not None and bool(data) and contains_secret(data)
+        if found:
             hits.update(dict.fromkeys(effect.paths))
-    return list(hits)
-
-
-_SECRET_BLOBS: OrderedDict[str, bool] = OrderedDict()
-_SECRET_BLOBS_MAX = 8192
-
-
-def _blob_has_secret(evidence: Evidence, blob: str) -> bool:
-    """``contains_secret`` of a blob's bytes, remembered by blob id (a content address)."""
-    known = _SECRET_BLOBS.get(blob)
-    if known is not None:
-        return known
-    data = evidence.blob_bytes(blob)
-    if not data:
-        return False  # uncaptured bytes are the completeness rule's finding
-    found = contains_secret(data)
-    _SECRET_BLOBS[blob] = found
-    while len(_SECRET_BLOBS) > _SECRET_BLOBS_MAX:
-        _SECRET_BLOBS.popitem(last=False)
-    return found
+    return tuple(hits)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
 import re2  # type: ignore[import-untyped]
 from pydantic import Field, field_validator, model_validator
 
-from .._evidence import Evidence, is_binary, normalize_path
+from .._evidence import Evidence, normalize_path
 from .._verdict import Verdict
+from ..analysis._memo import analysis_of
 from ._base import Action, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
@@ -42,26 +42,37 @@ def added_text_lines(
     these are deny sets) are scanned; binary files yield
     ``(path, None, None)`` once, since they cannot be scanned line by line.
     """
+    memo = analysis_of(evidence)
     for change in evidence.changes:
         if (
             change.kind == "metadata_change"
             or matching(globs, change.path, ignore_case=ignore_case) is None
         ):
             continue
-        before, after = evidence.before_bytes(change.path), evidence.after_bytes(change.path)
-        old, new = (after, before) if removed else (before, after)
-        if new is None:
-            continue
-        if is_binary(new) or (old is not None and is_binary(old)):
+        # Counted once per change and decision, whichever rule asks (the analysis memo).
+        lines = memo.new_lines(change.path, removed=removed)
+        if lines is None:
             yield change.path, None, None
             continue
-        # Count occurrences: a copy of a line that already existed is added too.
-        unmatched = Counter(() if old is None else old.decode().splitlines())
-        for number, line in enumerate(new.decode().splitlines(), start=1):
-            if unmatched[line] > 0:
-                unmatched[line] -= 1
-            else:
-                yield change.path, number, line
+        for number, line in lines:
+            yield change.path, number, line
+
+
+@lru_cache(maxsize=512)
+def _any_of(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """``search(line)``: not None where any of ``patterns`` matches, one RE2 pass a line.
+
+    Each pattern is its own group, so its inline flags (``(?i)``) stay its own. Patterns
+    too large to combine within RE2's memory are searched one by one.
+    """
+    try:
+        search: Callable[[str], object] = compile_re2(
+            "|".join(f"(?:{pattern})" for pattern in patterns)
+        ).search
+        return search
+    except ValueError:
+        compiled = [compile_re2(pattern) for pattern in patterns]
+        return lambda line: next((m for c in compiled if (m := c.search(line))), None)
 
 
 @lru_cache(maxsize=512)
@@ -179,7 +190,8 @@ class ForbiddenPatterns(Rule):
         return patterns
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
-        compiled = [compile_re2(p) for p in self.patterns]
+        search = _any_of(self.patterns)
+        memo = analysis_of(evidence)
         found: dict[str, list[int]] = {}
         binary: list[str] = []
         removed = self.lines != "added"
@@ -190,10 +202,10 @@ class ForbiddenPatterns(Rule):
                 continue
             if self.lines == "dropped":
                 if path not in kept:
-                    kept[path] = set((evidence.after_text(path) or "").splitlines())
+                    kept[path] = set(memo.lines(evidence.after_bytes(path)))
                 if line in kept[path]:
                     continue  # another copy of the line stays
-            if any(c.search(line) for c in compiled):
+            if search(line) is not None:
                 found.setdefault(path, []).append(number)
         hits = located(found)
         what = self.description or "a forbidden pattern"

@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import field_validator
 
-from .._evidence import Evidence, EvidenceGap, is_binary
+from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
+from ..analysis._memo import analysis_of
 from ..analysis._secrets import (
     UNSCANNED,
     SecretFinding,
@@ -27,10 +28,6 @@ def _fingerprint(text: str, finding: SecretFinding) -> str:
     """What identifies a secret across versions: its text without whitespace, hashed."""
     value = "".join(text[finding.start : finding.end].split())
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
 
 
 def _with_article(kind: str) -> str:
@@ -90,6 +87,7 @@ class NoSecrets(Rule):
     _check_globs = field_validator("globs")(validate_globs)
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
+        memo = analysis_of(evidence)
         found: dict[str, list[str]] = {}
         kinds: set[str] = set()
         unscannable: dict[str, str] = {}
@@ -112,10 +110,10 @@ class NoSecrets(Rule):
                 continue
             if after is None:
                 continue
-            if is_binary(after):
+            if memo.binary(after):
                 unscannable[shown.text] = "it is binary"
                 continue
-            text = after.decode("utf-8", errors="replace")
+            text = memo.text(after)
             findings = find_secrets(text)
             if any(finding.kind != UNSCANNED for finding in findings):
                 # Only text with findings needs the before-text: is each finding new?
@@ -133,7 +131,8 @@ class NoSecrets(Rule):
                 if finding.kind == UNSCANNED:
                     unscannable[shown.text] = "it is too large to scan in full"
                 elif _fingerprint(text, finding) not in known:
-                    found.setdefault(shown.text, []).append(f"line {_line_of(text, finding.start)}")
+                    line = memo.line_of(after, finding.start)  # bisect, not a recount
+                    found.setdefault(shown.text, []).append(f"line {line}")
                     kinds.add(finding.kind)
         if found:
             hits = [f"{path} ({', '.join(dict.fromkeys(where))})" for path, where in found.items()]

@@ -175,14 +175,20 @@ class WorkspaceDriver:
                 result = self.handler(event)
                 if inspect.isawaitable(result):
                     result = await result
-            except Exception as error:
+            except BaseException as error:
+                # Cancellation (the caller's, or inside a group), KeyboardInterrupt and
+                # SystemExit stop here: VSH fails the hook, the work stays pending. Anything
+                # else the handler raises, GeneratorExit included, is a review.
+                stopping = (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())
+                if isinstance(error, stopping) or (
+                    isinstance(error, BaseExceptionGroup) and error.subgroup(stopping)
+                ):
+                    await native_call(lambda: native.fail_hook(preparation))
+                    raise
                 result = vsh.HookDecision.review(
                     f"The review hook failed ({type(error).__name__}); a person must review "
                     "this change."
                 )
-            except BaseException:
-                await native_call(lambda: native.fail_hook(preparation))
-                raise
             if not isinstance(result, vsh.HookDecision):
                 result = vsh.HookDecision.review(
                     f"The review hook returned {type(result).__name__}, not a decision; a "
