@@ -186,7 +186,8 @@ def test_baseline_commits_once(matrix: dict[str, Any], engine: str, path: str) -
     output, returns = _seen(report)
     if path == "denied":
         assert output == "finished: denied"
-        assert returns == ["'Denied by alice: not now'"]
+        denial = 'Denied by a person (principal "alice"). Their note, quoted: "not now"'
+        assert returns == [repr(denial)]
     elif path == "timeout":
         assert output == "finished: denied"
         assert returns[0].startswith("'No decision arrived within 4s")

@@ -22,6 +22,23 @@ tool calls. They run again on recovery; the toolset's approval bindings and comm
 journal (under the workspace's ``.vsh-runtime``) make a replayed call report its
 recorded outcome instead of committing twice.
 
+Messages on the approval topic are validated in the workflow: anything that cannot be
+decoded (a class the worker cannot import, bytes that are not a pickle, an unknown
+format), does not validate, names an unacceptable principal (control, separator and bidi
+characters are refused), another round or a call that is not pending is consumed and
+counted (``PendingApprovals.ignored``, by reason, never its content), costs no agent turn
+and no workflow step, and never ends the wait. A person's denial reaches the agent with
+their principal and note as quoted data only. :func:`send_approval` and
+:func:`pending_approvals` raise :class:`WorkflowNotWaiting` for a workflow that is
+unknown, has ended (finished, failed, cancelled) without a resolved round, or (sending)
+whose current round is another or already resolved.
+
+The default call key of :class:`~vsh_ai.VshToolset` is stable under ``DBOSDurability`` and
+under the deprecated ``DBOSAgent`` (whose run id changes on every execution: the key then
+comes from the workflow id and the recorded model response); an agent whose model
+requests are not DBOS steps, inside a workflow, cannot be replayed safely and its first
+tool call is refused.
+
 Nothing here is SQLite-specific beyond :func:`dbos_config`'s default URL: pass a
 ``postgresql://`` URL (or set ``VSH_AI_DBOS_DATABASE_URL``) and the same code runs on
 Postgres. Trust: whoever can write to the system database can send approvals; the
@@ -36,9 +53,11 @@ from ._dbos import (
     PENDING_EVENT,
     ApprovalMessage,
     CallDecision,
+    IgnoredReason,
     Outcome,
     PendingApprovals,
     PendingCall,
+    WorkflowNotWaiting,
     dbos_config,
     pending_approvals,
     pending_approvals_async,
@@ -53,9 +72,11 @@ __all__ = (
     "PENDING_EVENT",
     "ApprovalMessage",
     "CallDecision",
+    "IgnoredReason",
     "Outcome",
     "PendingApprovals",
     "PendingCall",
+    "WorkflowNotWaiting",
     "dbos_config",
     "pending_approvals",
     "pending_approvals_async",
