@@ -77,6 +77,7 @@ from threading import Lock
 from typing import Any, Final, Literal
 
 import javaproperties
+import re2  # type: ignore[import-untyped]  # google-re2: linear time on agent-written keys
 import yaml
 
 __all__ = (
@@ -89,7 +90,10 @@ __all__ = (
     "detect_format",
     "flatten",
     "key_matches",
+    "linear_regex",
     "lookup",
+    "matchable",
+    "name_matches",
     "parse_config",
     "typed_equal",
 )
@@ -773,30 +777,79 @@ def check_key_pattern(pattern: str) -> str:
 
 
 def key_matches(pattern: str, key: str) -> bool:
-    """True when the key path ``key`` matches ``pattern`` (see the module docs)."""
-    return _match(_segments(pattern, True), _segments(key, False))
+    """True when the key path ``key`` matches ``pattern`` (see the module docs).
+
+    Linear time in the key (RE2 over an encoding of its segments): keys come from files
+    the agent writes, and ``**`` backtracking over a deep key is polynomial in its depth.
+    """
+    return _pattern_regex(pattern).fullmatch(_encoded(key)) is not None
+
+
+def linear_regex(pattern: str) -> Any:
+    """``pattern`` compiled with RE2 (linear-time matching; no backreferences/lookaround)."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options=options)
+
+
+def matchable(text: str) -> str:
+    """``text`` as RE2 can match it: a lone surrogate (JSON ``"\\ud800"``) becomes U+FFFD.
+
+    One code point for one, so ``?`` and ``*`` match as before; RE2 takes only UTF-8.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+# A key path as RE2 sees it: each segment is NUL, a tag (k: mapping key, i: list index) and
+# the key as JSON text (ASCII, NUL escaped) or the index in decimal. Patterns compile to
+# regexes over the same encoding, so matching is exactly segment-by-segment equality.
+_KEY_SEGMENT = r"\x00k[^\x00]*"
+_INDEX_SEGMENT = r"\x00i[0-9]+"
+
+
+def _encode(segments: tuple[_Segment, ...]) -> str:
+    return "".join(
+        f"\x00i{segment[1]}" if segment[0] == "index" else "\x00k" + json.dumps(segment[1])
+        for segment in segments
+    )
 
 
 @lru_cache(maxsize=65536)
-def _match(pattern: tuple[_Segment, ...], key: tuple[_Segment, ...]) -> bool:
-    if not pattern:
-        return not key
-    head = pattern[0]
-    if head[0] == "any":
-        rest = pattern[1:]
-        while rest[:1] == (("any",),):
-            rest = rest[1:]
-        return any(_match(rest, key[start:]) for start in range(len(key) + 1))
-    if not key:
-        return False
-    segment = key[0]
-    if head[0] == "any_key":
-        ok = segment[0] == "key"
-    elif head[0] == "any_index":
-        ok = segment[0] == "index"
-    else:
-        ok = head == segment
-    return ok and _match(pattern[1:], key[1:])
+def _encoded(key: str) -> str:
+    return _encode(_segments(key, False))
+
+
+@lru_cache(maxsize=4096)
+def _pattern_regex(pattern: str) -> Any:
+    parts: list[str] = []
+    for segment in _segments(pattern, True):
+        if segment[0] == "any":
+            parts.append(r"(?:\x00[^\x00]*)*")
+        elif segment[0] == "any_key":
+            parts.append(_KEY_SEGMENT)
+        elif segment[0] == "any_index":
+            parts.append(_INDEX_SEGMENT)
+        elif segment[0] == "index":
+            parts.append(rf"\x00i{segment[1]}")
+        else:
+            parts.append(r"\x00k" + re.escape(json.dumps(segment[1])))
+    return linear_regex("".join(parts))
+
+
+@lru_cache(maxsize=4096)
+def _name_regex(glob: str) -> Any:
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+    return linear_regex("(?s)" + body)
+
+
+def name_matches(glob: str, name: str) -> bool:
+    """``fnmatchcase(name, glob)`` for a key-name glob (``*``, ``?``, no classes), in
+    linear time (RE2): ``*a*a*a*b`` against a long agent-written name never backtracks."""
+    return _name_regex(glob).fullmatch(matchable(name)) is not None
 
 
 # -- values --------------------------------------------------------------------------

@@ -13,7 +13,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
-from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ from ..analysis._config import (
     detect_format,
     flatten,
     key_matches,
+    name_matches,
     parse_config,
     typed_equal,
 )
@@ -665,7 +665,7 @@ def _pattern_matches(pattern: str, key: str) -> bool:
     if name is None:
         return True
     parts = _split_key(key)
-    return bool(parts) and isinstance(parts[-1][1], str) and fnmatchcase(parts[-1][1], name)
+    return bool(parts) and isinstance(parts[-1][1], str) and name_matches(name, parts[-1][1])
 
 
 def _list_diff(old: list[Any], new: list[Any]) -> tuple[list[Any], list[Any]]:

@@ -8,7 +8,9 @@ ambiguous keys on either side is a finding.
 Keep patterns are deliberately broad (a deny list may over-match, never prove):
 dotted key paths where ``*`` matches within one segment, ``**`` any number of
 segments, matching ignores case and covers everything below a matched key
-(``**.*tls*`` covers ``server.TLS.enabled`` and ``upstreams[0].verify_tls``).
+(``**.*tls*`` covers ``server.TLS.enabled`` and ``upstreams[0].verify_tls``; ``server.**``
+covers ``server`` and everything below it, ``**`` every key). Matching is RE2 (linear
+time): keys come from files the agent writes, and star-heavy patterns backtrack.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ..analysis._config import (
     ConfigSyntaxError,
     config_changes,
     flatten,
+    linear_regex,
+    matchable,
     parse_config,
     typed_equal,
 )
@@ -39,26 +43,35 @@ __all__ = ("ConfigFormat", "ConfigInvariants", "ConfigSyntaxError", "flatten", "
 
 
 def _key_pattern(pattern: str) -> str:
+    """The RE2 body for one keep pattern (whole key, any case; see the module docs)."""
+    segments = pattern.split(".")
+    while len(segments) > 1 and segments[-1] == "**":
+        segments.pop()  # 'a.**' is 'a' and everything below it: what 'a' covers
+    if segments == ["**"]:
+        return ".*"
     parts = []
-    for segment in pattern.split("."):
-        if segment == "**":
+    for index, segment in enumerate(segments):
+        if segment == "**":  # never last here: zero or more whole segments
             parts.append(r"(?:[^.]+\.)*")
-        else:
-            parts.append(re.escape(segment).replace(r"\*", "[^.]*") + r"\.")
-    return "".join(parts).removesuffix(r"\.") + r"(?:[.\[].*)?"
+            continue
+        body = "".join("[^.]*" if c == "*" else re.escape(c) for c in segment)
+        parts.append(body if index == len(segments) - 1 else body + r"\.")
+    return "".join(parts) + r"(?:[.\[].*)?"
 
 
 @lru_cache(maxsize=512)
-def _keys_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    """One regex matching any key covered by any of ``patterns``."""
-    alternatives = "|".join(f"(?:{_key_pattern(p)})" for p in patterns) or "(?!)"
-    return re.compile(rf"(?:{alternatives})\Z", re.IGNORECASE | re.DOTALL)
+def _keys_regex(patterns: tuple[str, ...]) -> Any:
+    """One RE2 matching any key covered by any of ``patterns`` (linear in the key)."""
+    if not patterns:
+        return linear_regex(r"[^\x00-\x{10FFFF}]")
+    alternatives = "|".join(f"(?:{_key_pattern(p)})" for p in patterns)
+    return linear_regex(f"(?is)(?:{alternatives})")
 
 
 @lru_cache(maxsize=65536)
 def _covers(patterns: tuple[str, ...], key: str) -> bool:
     """True when ``key`` is a pattern or lies below one (see the module docs)."""
-    return _keys_regex(patterns).match(key) is not None
+    return _keys_regex(patterns).fullmatch(matchable(key)) is not None
 
 
 def _same(actual: Any, expected: Any) -> bool:
