@@ -27,6 +27,7 @@ allowlist (the judge model is a recording ``FunctionModel`` with a fixed verdict
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -529,6 +530,11 @@ def assert_noninterference(a: Observation, b: Observation, *, allow_settled: boo
         return
     for what in ("results", "worker", "spans", "output"):
         difference = _first_difference(getattr(a, what), getattr(b, what))
+        if difference is not None:
+            # Collect the runs' garbage now: CPython 3.11 can fail pytest's traceback
+            # rendering ("AST constructor recursion depth mismatch") when a collection
+            # runs finalizers in the middle of its ast.parse.
+            gc.collect()
         assert difference is None, (
             f"{what} differ between the two workspaces (states {a.states} / {b.states}): "
             f"{difference}"
