@@ -8,7 +8,9 @@ the append) and answering. Variants:
 - ``plain, journal off``: ``VshToolset(journal=False)``, no DBOS;
 - ``plain, journal on``: the default toolset (the commit journal's fsynced record);
 - ``DBOS workflow``: the default toolset with ``DBOSDurability`` inside a
-  ``@DBOS.workflow`` (SQLite in a temporary folder, or ``VSH_AI_DBOS_DATABASE_URL``).
+  ``@DBOS.workflow`` (SQLite in a temporary folder, or ``VSH_AI_DBOS_DATABASE_URL``);
+- ``DBOSAgent``: the same turn under the deprecated ``DBOSAgent`` wrapper (its own run
+  workflow; the call key comes from the workflow id and the recorded model response).
 
 Prints the median and p95 milliseconds per turn. Nothing is asserted: this is a figure.
 """
@@ -22,6 +24,7 @@ import statistics
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
 from dbos import DBOS, SetWorkflowID
 from pydantic_ai import Agent
-from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.durable_exec.dbos import DBOSAgent, DBOSDurability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -93,6 +96,9 @@ async def main(runs: int) -> None:
         plain_off = agent(root / "off", "plain_off", journal=False, durable=False)
         plain_on = agent(root / "on", "plain_on", journal=True, durable=False)
         AGENTS["durable"] = agent(root / "durable", "durable", journal=True, durable=True)
+        with warnings.catch_warnings():  # deprecated, measured while it ships
+            warnings.simplefilter("ignore")
+            legacy = DBOSAgent(agent(root / "legacy", "legacy", journal=True, durable=False))
         config = dbos_config("vsh-ai-benchmark", log_level="WARNING", directory=root)
         if os.environ.get("VSH_AI_DBOS_DATABASE_URL"):
             config = dbos_config("vsh-ai-benchmark", log_level="WARNING")
@@ -109,7 +115,13 @@ async def main(runs: int) -> None:
 
             await measure("plain agent, journal off", runs, lambda: plain_off.run("append"))
             await measure("plain agent, journal on", runs, lambda: plain_on.run("append"))
+
+            async def legacy_turn() -> None:
+                with SetWorkflowID(f"bench-legacy-{uuid.uuid4()}"):
+                    await legacy.run("append")
+
             await measure("DBOS workflow, journal on", runs, durable_turn)
+            await measure("DBOSAgent, journal on", runs, legacy_turn)
         finally:
             DBOS.destroy()
 
