@@ -13,7 +13,8 @@ from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_temporal_agent import AGENTS, tool_returns
+    from durable_support import tool_returns
+    from durable_temporal_agent import AGENTS
 
     from vsh_ai import VshResult
 

@@ -651,7 +651,9 @@ async def test_a_workflow_that_no_longer_waits_is_reported(dbos: str, tmp_path: 
     _agent("cancelled", workspace, "a.txt")
     await _start("wf-cancelled", "cancelled")
     pending = await _waiting("wf-cancelled")
-    with pytest.raises(WorkflowNotWaiting, match="not the workflow's current round"):
+    with pytest.raises(
+        WorkflowNotWaiting, match="is not the current round of workflow 'wf-cancelled'"
+    ):
         await send_approval_async(
             "wf-cancelled", request_id="wf-cancelled:9", principal="a", approve=["call-a.txt"]
         )

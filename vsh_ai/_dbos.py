@@ -614,7 +614,7 @@ def send_approval(
     arrival (its deadline): the workflow then ignores the message.
     """
     message = _message(request_id, principal, approve, deny)
-    _check_round(_view(workflow_id, client, 0.0), request_id)
+    _check_round(workflow_id, _view(workflow_id, client, 0.0), request_id)
     portable = WorkflowSerializationFormat.PORTABLE
     if client is not None:
         client.send(workflow_id, message, topic, serialization_type=portable)
@@ -634,7 +634,7 @@ async def send_approval_async(
 ) -> None:
     """:func:`send_approval` for async code."""
     message = _message(request_id, principal, approve, deny)
-    _check_round(await _view_async(workflow_id, client, 0.0), request_id)
+    _check_round(workflow_id, await _view_async(workflow_id, client, 0.0), request_id)
     portable = WorkflowSerializationFormat.PORTABLE
     if client is not None:
         await client.send_async(workflow_id, message, topic, serialization_type=portable)
@@ -716,17 +716,19 @@ def _judge(
     )
 
 
-def _check_round(view: PendingApprovals | None, request_id: str) -> None:
+def _check_round(workflow_id: str, view: PendingApprovals | None, request_id: str) -> None:
     if view is None:
-        raise WorkflowNotWaiting("the workflow has not asked for an approval yet")
+        raise WorkflowNotWaiting(f"workflow {workflow_id!r} has not asked for an approval yet")
     if view.request_id != request_id:
         raise WorkflowNotWaiting(
-            f"round {request_id!r} is not the workflow's current round ({view.request_id!r}, "
-            f"{view.state}): read pending_approvals() again"
+            f"round {request_id!r} is not the current round of workflow {workflow_id!r} "
+            f"({view.request_id!r}, {view.state}): read pending_approvals() again"
         )
     if view.state != "waiting":
         decided = ", ".join(f"{k}: {v}" for k, v in sorted(view.outcome.items()))
-        raise WorkflowNotWaiting(f"round {request_id!r} is already resolved ({decided})")
+        raise WorkflowNotWaiting(
+            f"round {request_id!r} of workflow {workflow_id!r} is already resolved ({decided})"
+        )
 
 
 def _pending(raw: object) -> PendingApprovals | None:
