@@ -318,3 +318,71 @@ def test_opcodes_cover_both_sides_in_order(old: list[str], new: list[str]) -> No
             assert old[i1:i2] == new[j1:j2]
         i, j = i2, j2
     assert (i, j) == (len(old), len(new))
+
+
+def _reference_comment_flags(stripped: list[str]) -> list[bool]:
+    """The line-by-line walk (block comments included), as destructive_edit always did."""
+    from vsh_ai.analysis._changes import _BLOCKS, _LINE_COMMENT
+
+    flags: list[bool] = []
+    closing: str | None = None
+    for text in stripped:
+        if closing is not None:
+            flags.append(True)
+            if closing in text:
+                tail = text.split(closing, 1)[1].strip()
+                closing = None
+                if tail:
+                    flags[-1] = False
+            continue
+        if not text or _LINE_COMMENT.match(text):
+            flags.append(True)
+            continue
+        for opener, closer in _BLOCKS:
+            if text.startswith(opener):
+                rest = text[len(opener) :]
+                if closer in rest:
+                    flags.append(not rest.split(closer, 1)[1].strip())
+                else:
+                    flags.append(True)
+                    closing = closer
+                break
+        else:
+            flags.append(False)
+    return flags
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "x = 1",
+                "# c",
+                "// c",
+                "; c",
+                "-- c",
+                "* c",
+                "rem c",
+                "REM",
+                "",
+                "  ",
+                "/* a",
+                "b */",
+                "/* a */",
+                "/* a */ x",
+                "<!-- a",
+                "-->",
+                "a -->",
+                "#",
+                "remark",
+            ]
+        ),
+        max_size=30,
+    )
+)
+def test_comment_flags_fast_paths_agree_with_the_walk(lines: list[str]) -> None:
+    from vsh_ai.analysis._changes import _comment_flags
+
+    text = "\n".join(lines)
+    stripped = [line.strip() for line in text.splitlines()]
+    assert _comment_flags(text, stripped) == _reference_comment_flags(stripped)

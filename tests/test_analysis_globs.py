@@ -203,3 +203,69 @@ def test_ignore_case_is_fold_equality_for_literal_globs(path: str) -> None:
     assert glob_matches(path, path.upper(), ignore_case=True)
     assert glob_matches(path.upper(), path, ignore_case=True)
     assert glob_matches(path, path)
+
+
+# -- one matcher for many glob sets (issue 18) --------------------------------------
+
+_TABLE_GLOBS = st.sampled_from(
+    ["*.log", "**/*.log", "docs/**", "docs/*.md", "**/.env", "**/.env.*", "**/*credentials*",
+     "a/[bx]*", "**/[!a]", "{a,b}/**", "x?.y", "**", "SECRETS/**", "**/ß*", "a/**/b"]
+)  # fmt: skip
+_TABLE_PATHS = st.lists(
+    st.text(alphabet="abxyABX.ßs/elogdcmn\n", min_size=1, max_size=6).filter(
+        lambda s: all(p not in ("", ".", "..") for p in s.split("/"))
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _first(patterns: tuple[str, ...], path: str, ignore_case: bool) -> str | None:
+    """The reference: wcmatch's own answer, glob by glob, in order."""
+    return next((g for g in patterns if glob_matches(g, path, ignore_case=ignore_case)), None)
+
+
+@given(
+    st.lists(st.tuples(st.lists(_TABLE_GLOBS, max_size=5).map(tuple), st.booleans()), max_size=6),
+    _TABLE_PATHS,
+)
+def test_a_glob_table_answers_as_each_set_would(
+    sets: list[tuple[tuple[str, ...], bool]], paths: list[str]
+) -> None:
+    table = _globs.GlobTable(sets)
+    for path in paths:
+        for patterns, ignore_case in sets:
+            expected = _first(patterns, path, ignore_case)
+            assert table.first(patterns, path, ignore_case=ignore_case) == expected
+            assert matching(patterns, path, ignore_case=ignore_case) == expected
+    # A set first asked about later is added then, with the same answers.
+    late = ("**/*.md", "a/**")
+    for path in paths:
+        assert table.first(late, path) == _first(late, path, False)
+    assert (late, False) in table.sets
+
+
+def test_a_glob_table_that_re2_cannot_finish_still_answers(monkeypatch) -> None:
+    table = _globs.GlobTable([(("**/.env", "docs/**"), True)])
+
+    class Failing:
+        def Match(self, text: str) -> None:
+            return None  # RE2's answer when its DFA runs out of memory
+
+    built = table._built
+    built.candidates._sets = [
+        (ic, Failing(), members, 0) for ic, _, members, _ in built.candidates._sets
+    ]
+    built.rows.clear()
+    assert table.first(("**/.env", "docs/**"), "APP/.ENV", ignore_case=True) == "**/.env"
+    assert table.first(("**/.env", "docs/**"), "src/x", ignore_case=True) is None
+
+
+def test_rule_sets_compile_their_globs_once() -> None:
+    from vsh_ai._judge_files import load_judge
+
+    judge = load_judge("secrets-hygiene", skip_llm=True)
+    sets = judge._globs.sets  # type: ignore[union-attr]
+    assert (("**",), False) in sets  # no_secrets
+    assert any(ic for _, ic in sets)
+    assert any(not ic for _, ic in sets)

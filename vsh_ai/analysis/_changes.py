@@ -186,6 +186,9 @@ def _comment_flags(text: str, stripped: list[str]) -> list[bool]:
     """Per (stripped) line: True when blank or a comment (line and block comments)."""
     if _ANY_COMMENT.search(text) is None:  # the common case: no comment syntax at all
         return [not line for line in stripped]
+    if "/*" not in text and "<!--" not in text:  # line comments only: no block to track
+        match = _LINE_COMMENT.match
+        return [not line or match(line) is not None for line in stripped]
     flags: list[bool] = []
     closing: str | None = None
     for text in stripped:

@@ -12,9 +12,9 @@ import binascii
 import codecs
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import re2  # type: ignore[import-untyped]
@@ -28,6 +28,8 @@ __all__ = (
     "finditer",
     "gate",
     "looks_like_private_key",
+    "matches_nothing",
+    "possible",
     "printable",
     "rot13",
 )
@@ -41,6 +43,7 @@ def compile_re2(pattern: str) -> Any:
 
 
 Span = tuple[int, int]
+T = TypeVar("T")
 _GROUPS: dict[int, dict[str, int]] = {}  # group names of module-level regexes, by id
 
 
@@ -143,6 +146,23 @@ def could_match(regexes: Iterable[Any], text: str) -> bool:
         if index is None or index in hits:
             return True
     return False
+
+
+def possible(items: Sequence[T], text: str, regex_of: Callable[[T], Any]) -> Sequence[T]:
+    """``items`` (in order) but those whose gated regex matches nowhere in ``text``."""
+    hits = _gate_hits(_ascii_bytes(text))
+    if hits is None:
+        return items
+    gated = _GATED
+    return [
+        item for item in items if (index := gated.get(id(regex_of(item)))) is None or index in hits
+    ]
+
+
+def matches_nothing(text: str) -> bool:
+    """True when the gate knows that no gated pattern matches anywhere in ``text``."""
+    hits = _gate_hits(_ascii_bytes(text))
+    return hits is not None and len(hits) == 1  # only the always-matching pattern
 
 
 def finditer(

@@ -18,8 +18,9 @@ A glob is matched against the whole path:
   ``**/*.pem`` / ``**/.env``). Protected and denied sets use it; allowances do not.
 
 Globs are compiled once per pattern tuple. :func:`matching` tests a path against every
-pattern with one combined pre-filter regex (exact for globs without character classes,
+pattern with one RE2 set of pre-filters (exact for globs without character classes,
 broader for those with); wcmatch's own regex then confirms a hit, so wcmatch decides.
+:class:`GlobTable` does the same for many glob sets at once (a judge's): one pass per path.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from threading import Lock
 from typing import Any
 
 import bracex  # wcmatch's own brace expander (a dependency of wcmatch, same maintainer)
 import re2  # type: ignore[import-untyped]  # google-re2: linear time on untrusted paths
 from wcmatch import glob as _wc
 
-__all__ = ("GLOB_DIALECT", "check_globs", "fold", "glob_matches", "matching")
+__all__ = ("GLOB_DIALECT", "GlobTable", "check_globs", "fold", "glob_matches", "matching")
 
 GLOB_DIALECT = (
     "Globs are root-anchored and matched against the whole workspace-relative path "
@@ -191,18 +193,138 @@ def _compiled(pattern: str, ignore_case: bool) -> _Compiled:
     return _Compiled(expanded)
 
 
-@lru_cache(maxsize=1024)
-def _combined(patterns: tuple[str, ...], ignore_case: bool) -> Any:
-    """One RE2 alternation of every pattern's pre-filter.
+_ANY = "(?s).*"  # in every set: a result without it means RE2 could not finish
 
-    RE2, not ``re``: paths come from the agent, and star-heavy globs against long names
-    or deep paths backtrack polynomially in a backtracking engine (seconds per path).
+
+class _Candidates:
+    """Which of many globs may match a path: their pre-filters in one RE2 set per spelling.
+
+    One pass per spelling (the path as written, and :func:`fold` of it for globs that
+    ignore case) gives every glob whose pre-filter matches; wcmatch then decides, as in
+    :func:`matching`. RE2 reports a set it could not finish (DFA out of memory) as no
+    match, so each set also holds a pattern that always matches: without it in the result,
+    every glob is a candidate (slower, same answer). RE2, not ``re``: paths come from the
+    agent, and star-heavy globs against long names or deep paths backtrack polynomially in
+    a backtracking engine (seconds per path).
     """
-    body = "|".join(
-        f"(?P<g{index}>{_compiled(pattern, ignore_case).filter})"
-        for index, pattern in enumerate(patterns)
-    )
-    return re2.compile("(?s)" + body) if body else re2.compile("[^\\x00-\\x{10FFFF}]")
+
+    __slots__ = ("_count", "_sets")
+
+    def __init__(self, entries: Sequence[tuple[str, bool]]) -> None:
+        self._count = len(entries)
+        self._sets: list[tuple[bool, Any, list[int], int]] = []
+        for ignore_case in (False, True):
+            members = [i for i, (_, ic) in enumerate(entries) if ic is ignore_case]
+            if not members:
+                continue
+            options = re2.Options()
+            options.log_errors = False
+            options.max_mem = 64 << 20
+            built = re2.Set.FullMatchSet(options)
+            for i in members:
+                built.Add("(?s)" + _compiled(entries[i][0], ignore_case).filter)
+            sentinel = built.Add(_ANY)
+            built.Compile()
+            self._sets.append((ignore_case, built, members, sentinel))
+
+    def of(self, path: str) -> list[int]:
+        """Indices of the entries that may match ``path``, ascending."""
+        out: list[int] = []
+        for ignore_case, built, members, sentinel in self._sets:
+            found = built.Match(fold(path) if ignore_case else path) or ()
+            if sentinel not in found:
+                out.extend(members)  # unknown: every glob of this spelling is a candidate
+            else:
+                out.extend(members[k] for k in found if k != sentinel)
+        out.sort()
+        return out
+
+
+GlobSet = tuple[tuple[str, ...], bool]  # (globs, ignore_case)
+
+
+class _Build:
+    """One immutable build of a table: its sets, their globs in one matcher, the rows."""
+
+    __slots__ = ("candidates", "entries", "index", "owner", "rows")
+
+    def __init__(self, sets: tuple[GlobSet, ...]) -> None:
+        self.index = {key: number for number, key in enumerate(sets)}
+        self.entries = [(pattern, ic) for patterns, ic in sets for pattern in patterns]
+        self.owner = [number for number, (patterns, _) in enumerate(sets) for _ in patterns]
+        self.candidates = _Candidates(self.entries)
+        self.rows: dict[str, tuple[str | None, ...]] = {}
+
+    def row(self, path: str) -> tuple[str | None, ...]:
+        """Each set's first matching glob for ``path`` (None: no glob of it matches)."""
+        row: list[str | None] = [None] * len(self.index)
+        folded = fold(path)
+        for entry in self.candidates.of(path):  # ascending: within a set, in glob order
+            number = self.owner[entry]
+            if row[number] is not None:
+                continue  # an earlier glob of that set matched: the first one counts
+            pattern, ignore_case = self.entries[entry]
+            if _compiled(pattern, ignore_case)(folded if ignore_case else path):
+                row[number] = pattern
+        return tuple(row)
+
+
+class GlobTable:
+    """Many glob sets (a judge's) in one matcher: every set's first matching glob, per path.
+
+    Answers exactly as :func:`matching` does for each set, from one RE2 pass per path and
+    spelling instead of one pass per set, and remembers rows per path (bounded). Sets are
+    given up front (compiled once, when the judge is built); a set first asked about later
+    is added then (the matcher is rebuilt once).
+    """
+
+    def __init__(
+        self, sets: Iterable[tuple[Sequence[str], bool]] = (), *, rows: int = 16384
+    ) -> None:
+        self._rows = rows
+        self._lock = Lock()
+        self._built = _Build(())
+        self.add(sets)
+
+    @property
+    def sets(self) -> tuple[GlobSet, ...]:
+        return tuple(self._built.index)
+
+    def add(self, sets: Iterable[tuple[Sequence[str], bool]]) -> None:
+        """Add glob sets (each glob validated, as :func:`check_globs` does)."""
+        with self._lock:
+            known: dict[GlobSet, None] = dict.fromkeys(self._built.index)
+            for patterns, ignore_case in sets:
+                key = (tuple(patterns), bool(ignore_case))
+                if key not in known:
+                    for pattern in key[0]:
+                        _compiled(pattern, key[1])
+                    known[key] = None
+            if len(known) > len(self._built.index):
+                self._built = _Build(tuple(known))  # readers keep the old build
+
+    def first(self, patterns: Sequence[str], path: str, *, ignore_case: bool = False) -> str | None:
+        """:func:`matching` of ``patterns`` and ``path``, from this table's row of ``path``."""
+        key = (patterns if isinstance(patterns, tuple) else tuple(patterns), ignore_case)
+        built = self._built
+        number = built.index.get(key)
+        if number is None:
+            self.add([key])
+            built = self._built
+            number = built.index[key]
+        rows = built.rows
+        row = rows.get(path)
+        if row is None:
+            row = built.row(path)
+            if len(rows) >= self._rows:
+                rows.clear()  # bounded: a path asked again is computed again
+            rows[path] = row
+        return row[number]
+
+
+@lru_cache(maxsize=256)
+def _one_set(patterns: tuple[str, ...], ignore_case: bool) -> GlobTable:
+    return GlobTable([(patterns, ignore_case)], rows=1024)
 
 
 def check_globs(globs: Iterable[str]) -> tuple[str, ...]:
@@ -227,14 +349,9 @@ def glob_matches(pattern: str, path: str, *, ignore_case: bool = False) -> bool:
 def matching(patterns: Sequence[str], path: str, *, ignore_case: bool = False) -> str | None:
     """The first of ``patterns`` that matches ``path``, or None.
 
-    One combined pre-filter regex decides a miss; wcmatch confirms each candidate.
+    One RE2 set of the pre-filters names the candidates; wcmatch confirms them in order.
     """
     key = patterns if isinstance(patterns, tuple) else tuple(patterns)
-    subject = fold(path) if ignore_case else path
-    hit = _combined(key, ignore_case).fullmatch(subject)
-    if hit is None or hit.lastgroup is None:
+    if not key:
         return None
-    for pattern in key[int(hit.lastgroup[1:]) :]:
-        if _compiled(pattern, ignore_case)(subject):
-            return pattern
-    return None
+    return _one_set(key, ignore_case).first(key, path, ignore_case=ignore_case)

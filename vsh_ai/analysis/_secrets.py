@@ -48,7 +48,9 @@ from ._decode import (
     finditer,
     gate,
     join_pieces,
+    matches_nothing,
     percent_decode,
+    possible,
     printable,
     rot13,
 )
@@ -765,12 +767,15 @@ _WHOLE_TEXT_ENTRIES = tuple(entry for entry in _TOKEN_ENTRIES if entry[0] in _WH
 
 
 def _tokens(text: str, encoding: str | None = None) -> list[SecretFinding]:
+    if matches_nothing(text):
+        return []  # every token pattern (and the window gate) is gated: none can match
     out: list[SecretFinding] = []
     windows = [(low, high, text[low:high]) for low, high in _windows(text)]
     lowered = [window.lower() for _, _, window in windows]
     whole_lower = text.lower() if len(text) <= 64 else ""
     holds: dict[tuple[tuple[str, ...], int], bool] = {}  # one substring test per kind
-    for kind, regex, gated, needles in _TOKEN_ENTRIES if windows else _WHOLE_TEXT_ENTRIES:
+    entries = _TOKEN_ENTRIES if windows else _WHOLE_TEXT_ENTRIES
+    for kind, regex, gated, needles in possible(entries, text, lambda entry: entry[1]):
         spans: list[tuple[int, int]] = []
         if kind in _WHOLE_TEXT:
             if any(n.islower() for n in needles) and not whole_lower:
@@ -1056,6 +1061,8 @@ def _plain(text: str) -> list[SecretFinding]:
 
 
 def _scan(text: str, depth: int) -> list[SecretFinding]:
+    if matches_nothing(text):  # no pattern nor decoding pass can find anything as written
+        return _tokens(rot13(text), "rot13")
     found = _plain(text)
     found += _tokens(rot13(text), "rot13")
     if depth <= 0:

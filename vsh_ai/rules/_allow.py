@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -34,7 +34,7 @@ from ..analysis._config import (
 from ..analysis._diff import line_opcodes
 from ..analysis._memo import analysis_of
 from ..analysis._secrets import is_placeholder
-from ._base import Allowance, Claim, NetChange
+from ._base import Allowance, Claim, GlobFields, NetChange
 from ._content import compile_re2
 from ._glob import check_globs, matching
 
@@ -92,6 +92,7 @@ class AllowPaths(Allowance):
     """
 
     type: Literal["allow_paths"] = "allow_paths"
+    glob_fields: ClassVar[GlobFields] = (("paths", False), ("rename_to", False))
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the paths claimed.")
     kinds: tuple[NetKind, ...] = Field(description="Net change kinds claimed on these paths.")
     destructive: bool = Field(
@@ -344,6 +345,7 @@ class AllowAddedLines(Allowance):
     """
 
     type: Literal["allow_added_lines"] = "allow_added_lines"
+    glob_fields: ClassVar[GlobFields] = (("paths", False),)
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the files claimed.")
     pattern: str = Field(description="RE2 full match every added line must satisfy.")
     kinds: tuple[Literal["create", "modify"], ...] = ("modify",)
@@ -523,6 +525,7 @@ class AllowConfig(Allowance):
     """
 
     type: Literal["allow_config"] = "allow_config"
+    glob_fields: ClassVar[GlobFields] = (("paths", False),)
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the config files.")
     format: ConfigFormatName = "auto"
     kinds: tuple[Literal["create", "modify"], ...] = ("modify",)

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,7 +22,9 @@ from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
 from ..analysis._changes import NetChange
 from ..analysis._changes import net_changes as _net_changes
+from ..analysis._globs import GlobTable
 from ..analysis._memo import analysis_of
+from ._glob import matching_with
 
 __all__ = (
     "Action",
@@ -39,6 +41,8 @@ __all__ = (
 
 Action = Literal["review", "reject"]
 OnUnproven = Literal["review", "escalate"]
+GlobFields = tuple[tuple[str, bool], ...]
+"""``(field name, ignore_case)`` of each glob field a rule matches paths against."""
 
 _SEVERITY = {"reject": 2, "review": 1}
 _LISTED = 5
@@ -92,6 +96,8 @@ class Rule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(default="", description="Rule id in verdicts; defaults to the rule type.")
+    glob_fields: ClassVar[GlobFields] = ()
+    """The glob fields this rule matches paths against (a rule set compiles them at once)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -158,6 +164,12 @@ class RuleSet:
         self.rules = rules
         self.on_unproven: OnUnproven = on_unproven
         self.id = id
+        # Every rule's glob sets in one matcher, compiled now (once per judge, at load).
+        self._globs = GlobTable(
+            (getattr(rule, field), ignore_case)
+            for rule in rules
+            for field, ignore_case in type(rule).glob_fields
+        )
 
     @property
     def allowances(self) -> tuple[Allowance, ...]:
@@ -192,6 +204,10 @@ class RuleSet:
 
     def evaluate(self, evidence: Evidence) -> Verdict:
         """Run every rule synchronously and combine the outcome (see class docs)."""
+        with matching_with(self._globs):  # each path matched once against every glob set
+            return self._evaluate(evidence)
+
+    def _evaluate(self, evidence: Evidence) -> Verdict:
         failures: list[Verdict] = []
         for rule in self.denials:
             try:

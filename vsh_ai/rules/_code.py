@@ -12,7 +12,7 @@ stay unproven: rules cannot prove them safe, so they escalate.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -28,7 +28,7 @@ from ..analysis._python import (
     is_python_source,
     is_tooling_code,
 )
-from ._base import Action, Allowance, Claim, Rule, net_changes
+from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ class PythonRisks(Rule):
     """
 
     type: Literal["python_risks"] = "python_risks"
+    glob_fields: ClassVar[GlobFields] = (("globs", False),)
     globs: tuple[str, ...] = Field(
         default=("**/*.py", "**/*.pyw", "**/*.pth"),
         description="Root-anchored globs of the Python files analysed.",
@@ -150,6 +151,7 @@ class AllowPythonDocs(Allowance):
     """
 
     type: Literal["allow_python_docs"] = "allow_python_docs"
+    glob_fields: ClassVar[GlobFields] = (("paths", False),)
     paths: tuple[str, ...] = Field(
         default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
     )

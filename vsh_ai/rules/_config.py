@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -35,7 +35,7 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
-from ._base import Action, Rule, describe_paths
+from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
 
@@ -93,6 +93,7 @@ class ConfigInvariants(Rule):
     """
 
     type: Literal["config"] = "config"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     globs: tuple[str, ...] = Field(description="Globs of config files this rule covers.")
     format: ConfigFormat = "auto"
     keep: tuple[str, ...] = ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import re2  # type: ignore[import-untyped]
 from pydantic import Field, field_validator, model_validator
@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from .._evidence import Evidence, normalize_path
 from .._verdict import Verdict
 from ..analysis._memo import analysis_of
-from ._base import Action, Rule, describe_paths
+from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
 
@@ -172,6 +172,7 @@ class ForbiddenPatterns(Rule):
     """
 
     type: Literal["forbidden_patterns"] = "forbidden_patterns"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     patterns: tuple[str, ...] = Field(description="RE2 regular expressions, searched per line.")
     globs: tuple[str, ...] = ("**",)
     description: str = Field(default="", description="What the patterns catch, for the reason.")

@@ -17,7 +17,7 @@ import difflib
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import re2  # type: ignore[import-untyped]
 from packaging.utils import canonicalize_name
@@ -38,8 +38,9 @@ from ..analysis._deps import (
     parse_dependency_file,
     satisfies,
 )
+from ..analysis._memo import analysis_of
 from ..analysis._secrets import redact_text
-from ._base import Action, Allowance, Claim, Rule, net_changes
+from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
 
 if TYPE_CHECKING:
@@ -150,13 +151,20 @@ def _empty(path: str) -> Manifest | None:
     return Manifest(path, kind, ecosystem)
 
 
+def _folders(evidence: Evidence) -> dict[PurePosixPath, tuple[str, ...]]:
+    """Changed paths by their directory, in the order of the changes."""
+    folders: dict[PurePosixPath, list[str]] = {}
+    for change in evidence.changes:
+        folders.setdefault(PurePosixPath(change.path).parent, []).append(change.path)
+    return {folder: tuple(paths) for folder, paths in folders.items()}
+
+
 def _siblings(evidence: Evidence, path: str, ecosystem: str, *, locks: bool) -> list[str]:
     """Changed dependency files of the same ecosystem in the same directory."""
-    folder = PurePosixPath(path).parent
+    folders = analysis_of(evidence).remember(("folders",), lambda: _folders(evidence))
     found = []
-    for change in evidence.changes:
-        other = change.path
-        if other == path or PurePosixPath(other).parent != folder:
+    for other in folders.get(PurePosixPath(path).parent, ()):
+        if other == path:
             continue
         kind = file_kind(other)
         if kind is None or kind in ("pip-config", "installer-config"):
@@ -186,6 +194,7 @@ class AllowDependencyUpdates(Allowance):
     """
 
     type: Literal["allow_dependency_updates"] = "allow_dependency_updates"
+    glob_fields: ClassVar[GlobFields] = (("paths", False),)
     paths: tuple[str, ...] = Field(
         default=DEPENDENCY_FILES,
         description="Root-anchored globs of the manifests and lock files claimed.",
@@ -352,6 +361,7 @@ class DependencyRisks(Rule):
     """
 
     type: Literal["dependency_risks"] = "dependency_risks"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     globs: tuple[str, ...] = Field(
         default=_RISK_FILES, description="Root-anchored globs of the dependency files checked."
     )

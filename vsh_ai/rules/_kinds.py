@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from .._evidence import Change, Evidence
 from .._verdict import Verdict
-from ._base import Action, Rule, describe_paths, net_changes
+from ._base import Action, GlobFields, Rule, describe_paths, net_changes
 from ._glob import check_globs, matching
 from ._paths import validate_globs
 
@@ -30,6 +30,7 @@ class ChangeKinds(Rule):
     """Paths matching ``globs`` (any case) may only change in the ``allow``-ed net kinds."""
 
     type: Literal["change_kinds"] = "change_kinds"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     globs: tuple[str, ...] = ("**",)
     allow: tuple[ChangeKind, ...] = Field(description="Kinds of change allowed on these paths.")
     action: Action = "review"
@@ -70,6 +71,7 @@ class NoExecutableChanges(Rule):
     """
 
     type: Literal["no_executable_changes"] = "no_executable_changes"
+    glob_fields: ClassVar[GlobFields] = (("allow", False),)
     allow: tuple[str, ...] = ()
     action: Action = "review"
 
@@ -99,6 +101,7 @@ class NoSymlinkChanges(Rule):
     """
 
     type: Literal["no_symlink_changes"] = "no_symlink_changes"
+    glob_fields: ClassVar[GlobFields] = (("allow_removal", False),)
     allow_removal: tuple[str, ...] = ()
     action: Action = "review"
 

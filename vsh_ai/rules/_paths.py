@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .._evidence import Evidence
 from .._verdict import Verdict
-from ._base import Action, Rule, describe_paths, secret_reads
+from ._base import Action, GlobFields, Rule, describe_paths, secret_reads
 from ._glob import check_globs, matching
 
 __all__ = (
@@ -36,6 +36,7 @@ class DeniedChanges(Rule):
     """
 
     type: Literal["denied_changes"] = "denied_changes"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     globs: Globs = Field(description="Globs of paths that must never change (any case).")
     action: Action = "reject"
 
@@ -73,6 +74,7 @@ class ProtectedReads(Rule):
     """
 
     type: Literal["protected_reads"] = "protected_reads"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
     globs: Globs = Field(
         default=(), description="Globs of paths whose contents must not be read (any case)."
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -17,7 +17,7 @@ from ..analysis._secrets import (
     find_secrets,
     redact_text,
 )
-from ._base import Action, Rule, describe_paths
+from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
 
@@ -81,6 +81,7 @@ class NoSecrets(Rule):
     """
 
     type: Literal["no_secrets"] = "no_secrets"
+    glob_fields: ClassVar[GlobFields] = (("globs", False),)
     globs: tuple[str, ...] = ("**",)
     action: Action = "reject"
 
