@@ -440,7 +440,9 @@ class JudgeHook:
                 judge=name,
             )
         try:
-            given = isolated(evidence)()  # the judge's copy; ``evidence`` stays pristine
+            # The judge's own copy; ``evidence`` stays pristine. A pipeline or quorum never
+            # hands its input to a stage (each stage gets a copy), so it reads this one.
+            given = evidence if type(self.judge) in (Pipeline, Quorum) else isolated(evidence)()
         except Exception as error:
             return Verdict.failed(
                 "exception", f"Evidence could not be copied ({type_name(error)}).", judge=name
