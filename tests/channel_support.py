@@ -542,6 +542,27 @@ def assert_noninterference(a: Observation, b: Observation, *, allow_settled: boo
     assert a.states == b.states
 
 
+def assert_same_view(a: Observation, b: Observation) -> None:
+    """Two runs (of different programs) show the worker, the spans and the results the
+    same thing, whatever their outcome (the model's own calls, whose program text
+    differs, are left out)."""
+    for what in ("results", "worker", "spans", "output"):
+        difference = _first_difference(
+            _without_responses(getattr(a, what)), _without_responses(getattr(b, what))
+        )
+        assert difference is None, f"{what} differ ({a.states} / {b.states}): {difference}"
+    assert a.states == b.states
+
+
+def _without_responses(value: Any) -> Any:
+    """``value`` without the model's own messages (``response`` entries)."""
+    if isinstance(value, dict):
+        return {k: _without_responses(v) for k, v in value.items() if k != "response"}
+    if isinstance(value, list):
+        return [_without_responses(v) for v in value]
+    return value
+
+
 def budget(ms: int = 250, os_calls: int = 2_000) -> vsh.ExecutionBudget:
     """A smaller budget so budget attacks stay fast (identical on both sides)."""
     return vsh.ExecutionBudget(max_duration_ms=ms, max_os_calls=os_calls)

@@ -33,6 +33,7 @@ from channel_support import (
     Deferred,
     Observation,
     assert_noninterference,
+    assert_same_view,
     budget,
     observe_pair,
 )
@@ -373,9 +374,11 @@ async def test_error_channel(tmp_path: Path, capfire: Any, guard: str, name: str
 
 
 # -- outcome class: the program's termination depends on S -----------------------------
-# These leak one bit per call through the state itself (failed/retry, denied, rejected).
-# The contract as written covers them: a refused view may depend on the decision, and
-# the judge's decision here does not depend on S, but VSH's outcome does.
+# These carry one bit per call through the outcome itself (failed/retry, denied,
+# rejected): the contract allows a refused view to depend on its decision, and here VSH's
+# outcome is the decision. What must hold is that the view is a function of that outcome
+# alone: the same program with the bit forced gives the same view on either workspace,
+# and the S-driven run's view is exactly the forced run's with its bit.
 
 OUTCOME_ATTACKS: dict[str, str] = {
     # An infinite loop only when the bit is set: budget exhaustion vs a judged change.
@@ -405,7 +408,21 @@ OUTCOME_ATTACKS: dict[str, str] = {
 @pytest.mark.parametrize("guard", ["rules", "llm"])
 @pytest.mark.parametrize("name", list(OUTCOME_ATTACKS))
 async def test_outcome_channel(tmp_path: Path, capfire: Any, guard: str, name: str) -> None:
-    await attack(tmp_path, capfire, guard, OUTCOME_ATTACKS[name], options={"budget": TIGHT})
+    prelude, body = monty_prelude(guard), OUTCOME_ATTACKS[name]
+    options = {"budget": TIGHT}
+    driven = await observe_pair(
+        tmp_path / "driven", GUARDS[guard], prelude + body, capfire=capfire, options=options
+    )
+    for observed, bit in zip(driven, (True, False), strict=True):  # "alpha" < "m" < "omega"
+        forced = await observe_pair(
+            tmp_path / f"forced-{bit}",
+            GUARDS[guard],
+            prelude + f"flag = {bit}\n" + body,
+            capfire=capfire,
+            options=options,
+        )
+        assert_noninterference(*forced)  # the bit alone decides the view...
+        assert_same_view(observed, forced[0])  # ...and the S-driven run shows no more
 
 
 # -- read-only programs judged too (judge_scope="all") ---------------------------------

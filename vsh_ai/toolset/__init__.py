@@ -16,7 +16,7 @@ One tool call is one VSH transaction, one stage a module:
 """
 
 from ._bindings import VshApprovalError
-from ._call_key import CallKey, default_call_key
+from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._facade import (
     ApprovalMode,
     JudgeScope,
@@ -38,6 +38,7 @@ __all__ = (
     "ToolName",
     "ToolState",
     "ToolsetOptions",
+    "UnstableCallKey",
     "VshApprovalError",
     "VshCapability",
     "VshResult",

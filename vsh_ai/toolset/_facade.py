@@ -15,7 +15,7 @@ from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
 from .._hooks import Judge, JudgeHook
 from ._bindings import ApprovalStore, VshApprovalError, args_digest
-from ._call_key import CallKey, default_call_key
+from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._config import ALL_TOOLS, ApprovalMode, JudgeScope, ToolName, ToolsetConfig
 from ._deferred import DeferredFlow
 from ._driver import HookHandler, WorkspaceDriver, is_recovery
@@ -290,7 +290,10 @@ class VshToolset(FunctionToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         digest = args_digest(name, tool_args)
-        key = self.call_key(ctx) if self.journal is not None else None
+        try:
+            key = self.call_key(ctx) if self.journal is not None else None
+        except UnstableCallKey as error:  # a replay could commit twice: run nothing
+            return self._failed(f"{error} Nothing was run or committed.")
         entry: JournalEntry | None = None
         if key is not None and self.journal is not None:
             try:

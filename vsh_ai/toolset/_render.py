@@ -50,6 +50,8 @@ __all__ = (
 )
 
 WITHHELD_NAME = "[name withheld]"
+WITHHELD_NAMES = "[names withheld]"
+"""What one masked name, or a list of them (their order and count), becomes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,14 +188,31 @@ def _program_names(outcome: Outcome) -> frozenset[str]:
     return frozenset(n for n in names if n)
 
 
-def mask_names(text: str, names: Iterable[str], program: str) -> str:
-    """``text`` with every path in ``names`` that ``program`` does not spell out replaced
-    by :data:`WITHHELD_NAME` (a name the program computed can carry bytes it read)."""
-    hidden = sorted((n for n in names if n not in program), key=len, reverse=True)
-    for name in hidden:
+_NAME_LIST = re.compile(
+    r"['\"]?\[name withheld\]['\"]?(?:(?:, | and |, and )['\"]?\[name withheld\]['\"]?)*"
+    r"(?: and \d+ more)?"
+)
+_COUNTED_MORE = re.compile(r"\b([Aa]nd )\d+ more\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def mask_names(text: str, names: Iterable[str], program: str = "") -> str:
+    """``text`` with every path in ``names`` replaced by :data:`WITHHELD_NAME`, and lists
+    of such names (their order and count) collapsed into one marker.
+
+    Which paths a refused program touched, in what order and how many, is computed by the
+    program, so none of it reaches the worker; the approver sees the names. ``program`` is
+    accepted for symmetry with the renderer's other inputs and not consulted: a name the
+    program spells out literally can still be one of several it chose between.
+    """
+    for name in sorted(set(names), key=len, reverse=True):
         pattern = re.compile(r"(?<![\w.\-/])(?:/workspace/)?" + re.escape(name) + r"(?![\w\-/])")
         text = pattern.sub(WITHHELD_NAME, text)
-    return text
+    text = _NAME_LIST.sub(WITHHELD_NAMES, text)
+    text = _COUNTED_MORE.sub(lambda m: m.group(1) + "more", text)
+    # One sentence per refused change would count them: say each distinct thing once.
+    sentences = _SENTENCE.split(text)
+    return " ".join(dict.fromkeys(s for s in sentences if s))
 
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]")
