@@ -330,7 +330,8 @@ async def test_a_denial_is_final_and_durable(make_workspace: Callable[..., Path]
 async def test_a_reused_tool_call_id_cannot_redirect_an_outstanding_approval(
     make_workspace: Callable[..., Path],
 ) -> None:
-    """The approver saw the diff of the first transaction; the same id must not rebind."""
+    """The approver saw the diff of the first transaction; a new conversation reusing the
+    id gets a binding of its own, and approving the first still means the first."""
     workspace = make_workspace(APP)
     requests, history = await request_approval(workspace)
     call_id = requests.approvals[0].tool_call_id
@@ -340,10 +341,12 @@ async def test_a_reused_tool_call_id_cannot_redirect_an_outstanding_approval(
         toolsets=[VshToolset(workspace, policy="strict", approval="deferred")],
         output_type=[str, DeferredToolRequests],
     )
-    replayed = await again.run("change the port again")  # e.g. a durable engine's replay
-    assert isinstance(replayed.output, DeferredToolRequests)
-    # Never bound again: the approver sees the original diff and request time.
-    assert replayed.output.metadata[call_id] == requests.metadata[call_id]
+    other = await again.run("change the port again")  # another conversation, same call id
+    assert isinstance(other.output, DeferredToolRequests)
+    mine, theirs = requests.metadata[call_id], other.output.metadata[call_id]
+    assert theirs["transaction"] != mine["transaction"]  # its own transaction and diff
+    assert "# hand edit" in theirs["diff"]
+    assert "# hand edit" not in mine["diff"]
     seen: list[ToolReturnPart] = []
     await deferred_agent(workspace, seen).run(
         message_history=history,

@@ -47,7 +47,7 @@ def scripted(*calls: ToolCallPart) -> tuple[FunctionModel, list[Any]]:
     return FunctionModel(respond), seen
 
 
-class Crash(BaseException):
+class Crash(SystemExit):
     """Stands in for the process dying at that point (the subprocess matrix uses os._exit)."""
 
 

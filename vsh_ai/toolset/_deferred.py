@@ -20,7 +20,9 @@ from ._bindings import (
     EndState,
     VshApprovalError,
     args_digest,
+    conversation_digest,
     harvest_capture,
+    response_digest,
 )
 from ._driver import is_recovery, now_ms
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
@@ -98,6 +100,7 @@ class DeferredFlow:
             harvest=harvest,
             on_commit=self.tx.committed_views.pop(transaction, None),
             call_key=call.key or "",
+            conversation=response_digest(call.ctx),
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
@@ -176,7 +179,11 @@ class DeferredFlow:
                 continue
             try:
                 validated = tool.args_validator.validate_python(call_part.args_as_dict())
-                binding = self.store.load(call_id, args_digest(call_part.tool_name, validated))
+                binding = self.store.load(
+                    call_id,
+                    args_digest(call_part.tool_name, validated),
+                    conversation=conversation_digest(ctx.messages, call_id),
+                )
             except (VshApprovalError, ValueError):
                 continue
             if binding is None or binding.end_state != "pending":

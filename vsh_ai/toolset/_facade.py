@@ -14,7 +14,7 @@ from pydantic_ai.capabilities import Capability
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
 from .._hooks import Judge, JudgeHook
-from ._bindings import ApprovalStore, VshApprovalError, args_digest
+from ._bindings import ApprovalStore, VshApprovalError, args_digest, response_digest
 from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._config import ALL_TOOLS, ApprovalMode, JudgeScope, ToolName, ToolsetConfig
 from ._deferred import DeferredFlow
@@ -29,7 +29,13 @@ from ._result import OutputLimits, VshResult
 from ._spans import open_span
 from ._tools import FileTools
 from ._transaction import Transactions
-from ._workspace import check_state_directory, check_workspace, probe_state_directory
+from ._workspace import (
+    check_state_directory,
+    check_workspace,
+    ensure_runtime_gitignore,
+    probe_state_directory,
+    workspace_identity,
+)
 
 __all__ = (
     "ApprovalMode",
@@ -170,9 +176,27 @@ class VshToolset(FunctionToolset[Any]):
                     raise
                 self.quarantine_state.enter(error)
         self.lock_key = lock_key
-        self.store = ApprovalStore(state_directory) if state_directory is not None else None
+        self.records_error: str | None = None
+        """Why this toolset's state files cannot be used (every call then returns it)."""
+        workspace_id = ""
+        if state_directory is not None:
+            try:  # records name their workspace: a copied state directory is refused
+                workspace_id = workspace_identity(Path(state_directory), self.workspace)
+            except VshApprovalError as error:
+                self.records_error = str(error)
+        if self.workspace is not None:
+            ensure_runtime_gitignore(self.workspace)  # VSH keeps refused bytes there
+        self.store = (
+            ApprovalStore(state_directory, workspace_id=workspace_id, workspace=self.workspace)
+            if state_directory is not None
+            else None
+        )
         self.journal = (
-            CommitJournal(Path(state_directory) / "journal")
+            CommitJournal(
+                Path(state_directory) / "journal",
+                workspace_id=workspace_id,
+                workspace=self.workspace,
+            )
             if state_directory is not None and journal
             else None
         )
@@ -289,6 +313,8 @@ class VshToolset(FunctionToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
+        if self.records_error is not None:
+            return self._failed(f"{self.records_error}; nothing was run or committed.")
         digest = args_digest(name, tool_args)
         try:
             key = self.call_key(ctx) if self.journal is not None else None
@@ -327,14 +353,15 @@ class VshToolset(FunctionToolset[Any]):
     async def _call(self, call: CurrentCall, tool: ToolsetTool[Any]) -> Any:
         call_id, ctx = call.ctx.tool_call_id, call.ctx
         if call_id is not None and self.store is not None and self.deferred is not None:
+            conversation = response_digest(ctx)
             try:
-                binding = self.store.load(call_id, call.digest)
+                binding = self.store.load(call_id, call.digest, conversation=conversation)
             except VshApprovalError as error:
                 return self._failed(str(error))
             if ctx.tool_call_approved:
                 if binding is not None:
                     return await self.deferred.resume(binding, call.name, ctx)
-                if self.store.bound(call_id):
+                if self.store.bound(call_id, conversation=conversation):
                     raise VshApprovalError(
                         f"tool call {call_id!r}: override_args is refused: approval binds to the "
                         "VSH transaction produced by the original arguments, not to new "
