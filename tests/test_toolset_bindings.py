@@ -222,10 +222,6 @@ async def test_many_approvals_in_one_folder_explain_stale(
 # -- issue 16 item 8: a binding belongs to its conversation -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="until the facade passes conversation=response_digest(ctx) to the binding store",
-)
 async def test_a_new_conversation_reusing_a_call_id_does_not_inherit_a_denial(
     make_workspace: Callable[..., Path],
 ) -> None:

@@ -32,7 +32,12 @@ from ._result import MAX_CHANGES, ChangedPath, ToolState, VshResult, bound_text
 from ._spans import open_span
 from ._transaction import Transactions
 
-__all__ = ("DeferredFlow",)
+__all__ = ("DeferredFlow", "RecordsFailed")
+
+
+class RecordsFailed(Exception):
+    """A binding could not be read or written (the store said why): nothing commits."""
+
 
 _ENDED: dict[str, tuple[ToolState, str | None]] = {
     "committed": ("committed", None),
@@ -86,7 +91,7 @@ class DeferredFlow:
             verdict=result.verdict,
         )
         metadata = {**view, "requested_unix_ms": now_ms()}
-        binding = self.store.save(
+        binding = await self._save(
             tool_call_id=call.ctx.tool_call_id,
             tool_name=call.name,
             digest=args_digest(call.name, call.args),
@@ -104,6 +109,20 @@ class DeferredFlow:
         )
         raise ApprovalRequired(metadata=binding.metadata)
 
+    async def _save(self, **fields: Any) -> ApprovalBinding:
+        """``store.save`` off the event loop (it may wait for another process's lock)."""
+        try:
+            return await anyio.to_thread.run_sync(partial(self.store.save, **fields))
+        except VshApprovalError as error:
+            raise RecordsFailed(str(error)) from None
+
+    async def _finish(self, *args: Any, **fields: Any) -> ApprovalBinding:
+        """``store.finish`` off the event loop; an end state already recorded wins."""
+        try:
+            return await anyio.to_thread.run_sync(partial(self.store.finish, *args, **fields))
+        except VshApprovalError as error:
+            raise RecordsFailed(str(error)) from None
+
     async def replay(self, binding: ApprovalBinding) -> VshResult:
         """The same call (id and arguments) again, e.g. a durable engine re-running a turn:
         never run or bind it again; report the bound transaction's state."""
@@ -118,7 +137,7 @@ class DeferredFlow:
             return binding
         state = await self.driver.state(binding.transaction)
         if state == "failed":
-            return self.store.finish(
+            return await self._finish(
                 binding,
                 "failed",
                 "The approved commit did not complete (VSH rolled it back, e.g. because the "
@@ -127,10 +146,10 @@ class DeferredFlow:
             )
         if state in ("committed", "rejected", "stale", "expired", "denied"):
             end: EndState = state  # type: ignore[assignment]
-            return self.store.finish(binding, end)
+            return await self._finish(binding, end)
         if now_ms() - binding.created_unix_ms > self.ttl * 1000:
             await self.release(binding.transaction, "approval request expired")
-            return self.store.finish(
+            return await self._finish(
                 binding,
                 "expired",
                 f"The approval request expired (older than approval_ttl={self.ttl:g}s).",
@@ -189,8 +208,11 @@ class DeferredFlow:
             if binding is None or binding.end_state != "pending":
                 continue
             principal, note = _denial_of(denied_part)
-            self.store.finish(binding, "denied", principal=principal, message=note)
+            # VSH first: a rejected transaction can never commit, even if the binding
+            # cannot be written now (a later look at it finds VSH's "rejected").
             await self.release(binding.transaction, "denied by the approver")
+            with contextlib.suppress(RecordsFailed):
+                await self._finish(binding, "denied", principal=principal, message=note)
 
     async def resume(self, binding: ApprovalBinding, name: str, ctx: RunContext[Any]) -> VshResult:
         call_id = binding.tool_call_id
@@ -252,7 +274,7 @@ class DeferredFlow:
                 "one stale. Approve such changes one at a time, or have the agent make them in "
                 "one program."
             )
-            ended = self.store.finish(binding, "stale", note, principal)
+            ended = await self._finish(binding, "stale", note, principal)
             return self._with_detail(self.ended(ended), str(error))
         except vsh.VshRecoveryError as error:
             self.tx.quarantine.enter(error)
@@ -264,10 +286,10 @@ class DeferredFlow:
                     "one this toolset runs with; nothing was committed. Submit the change again."
                 )
                 await self.release(transaction, "policy changed")
-                return self.ended(self.store.finish(binding, "stale", note))
+                return self.ended(await self._finish(binding, "stale", note))
             state = await self.final_state(transaction)
             if state == "committed":  # another resume (thread or process) committed it
-                return self.ended(self.store.finish(binding, "committed", "", principal))
+                return self.ended(await self._finish(binding, "committed", "", principal))
             return self.tx.stale(
                 "Another approval of this call is being applied; nothing more was committed by "
                 "this one. Check the result of the other approval.",
@@ -278,11 +300,11 @@ class DeferredFlow:
                 self.tx.quarantine.enter(error)
                 return self.tx.quarantined()
             failed = self.tx.outside_failure(error)
-            self.store.finish(binding, "failed", failed.feedback or "")
+            await self._finish(binding, "failed", failed.feedback or "")
             return failed
         if final.state != "committed":
             return self.tx.failed(f"approved commit ended in state {final.state!r}", retry=False)
-        self.store.finish(binding, "committed", "", principal)
+        await self._finish(binding, "committed", "", principal)
         return expected
 
     def _with_detail(self, result: VshResult, detail: str) -> VshResult:

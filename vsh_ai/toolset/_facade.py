@@ -17,7 +17,7 @@ from .._hooks import Judge, JudgeHook
 from ._bindings import ApprovalStore, VshApprovalError, args_digest, response_digest
 from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._config import ALL_TOOLS, ApprovalMode, JudgeScope, ToolName, ToolsetConfig
-from ._deferred import DeferredFlow
+from ._deferred import DeferredFlow, RecordsFailed
 from ._driver import HookHandler, WorkspaceDriver, is_recovery
 from ._hook import ToolsetHook, open_runtime
 from ._instructions import instructions_for
@@ -343,6 +343,8 @@ class VshToolset(FunctionToolset[Any]):
             token = CURRENT_CALL.set(call)
             try:
                 result = await self._call(call, tool)
+            except RecordsFailed as error:  # a binding that cannot be read or written
+                result = self._failed(f"{error}; nothing was committed.")
             finally:
                 CURRENT_CALL.reset(token)
         finished = entry is not None and entry.phase == "done"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ._result import bound_text, redact
-from ._workspace import read_quarantine
+from ._workspace import read_quarantine, write_quarantine
 
 __all__ = ("QUARANTINE_NOTE", "Quarantine", "error_kind")
 
@@ -91,11 +90,7 @@ class Quarantine:
         self.message = message
         _QUARANTINED[self.key] = message
         if self.file is not None:
-            try:
-                self.file.parent.mkdir(parents=True, exist_ok=True)
-                self.file.write_text(json.dumps({"message": message}))
-            except OSError:
-                pass
+            write_quarantine(self.file, message)  # never blocks on a FIFO, never raises
 
 
 def leftover_transactions(workspace: Path | None) -> str:
