@@ -222,8 +222,23 @@ async def test_incomplete_evidence_is_never_approved(workspace) -> None:
     verdict = hook.verdict_for(tx)
     assert verdict is not None
     assert verdict.failure == "incomplete_evidence"
-    assert "intermediate write to config/app.toml" in verdict.reason
-    assert judge.calls == 0, "the judge never sees incomplete evidence"
+    assert verdict.details["gaps"] == [
+        "an intermediate write to config/app.toml is not resolvable from captured content"
+    ]
+    assert "config/app.toml" not in verdict.reason  # fixed text: gaps name computed paths
+    assert judge.calls == 1, "asked (its reject would stand), never obeyed when it approves"
+    assert snapshot_tree(workspace) == before
+
+
+async def test_a_reject_on_incomplete_evidence_stands(make_workspace) -> None:
+    """Incomplete evidence is never approved, but what the judge rejects stays rejected:
+    whether the evidence is complete is the program's doing, the judge's reject is not."""
+    workspace = make_workspace(FILES)
+    before = snapshot_tree(workspace)
+    hook = as_hook(Fixed("reject"))
+    _, tx, resolution = await run_hooked(workspace, hook, OVERWRITE)
+    assert resolution.hook.verdict == "reject"
+    assert resolution.receipt.state == "rejected"
     assert snapshot_tree(workspace) == before
 
 

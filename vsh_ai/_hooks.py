@@ -400,9 +400,9 @@ class JudgeHook:
         """Review one event and return the (fail-closed) verdict, recording it."""
         started = time.perf_counter()
         transaction = event.transaction
-        with logfire.span(
-            "vsh-ai judge {judge_id}", judge_id=self.judge.id, transaction=transaction
-        ) as span:
+        # Identity and decision only: the transaction id (a digest of the workspace's bytes)
+        # and timings belong to the judged work, which may be refused (toolset/_render.py).
+        with logfire.span("vsh-ai judge {judge_id}", judge_id=self.judge.id) as span:
             verdict = await self._decide(event)  # a plain Verdict built here
             verdict = verdict.model_copy(
                 update={
@@ -415,7 +415,6 @@ class JudgeHook:
                     "verdict": verdict.decision,
                     "decided_by": verdict.judge,
                     "failure": verdict.failure or "",
-                    "latency_s": verdict.latency_s or 0.0,
                 }
             )
         self._verdicts[transaction] = verdict
@@ -432,12 +431,17 @@ class JudgeHook:
             return Verdict.failed(
                 "exception", f"Evidence could not be read ({type(error).__name__}).", judge=name
             )
+        incomplete: Verdict | None = None
         if self.require_complete_evidence and not evidence.complete:
-            gaps = "; ".join(evidence.gaps())
-            return Verdict.failed(
-                "incomplete_evidence",
-                f"Evidence is incomplete ({gaps}); a human must review this change.",
+            # Never an approval; but the judge is still asked, so that what it rejects
+            # (a protected read, say) is rejected whatever else the program did.
+            incomplete = Verdict(
+                decision="review",
+                reason="The evidence of this change is incomplete (VSH did not capture "
+                "every version the program wrote or read); a human must review it.",
                 judge=name,
+                failure="incomplete_evidence",
+                details={"gaps": list(evidence.gaps())},
             )
         try:
             # The judge's own copy; ``evidence`` stays pristine. A pipeline or quorum never
@@ -452,6 +456,8 @@ class JudgeHook:
                 "capacity", "The judge is at capacity; review this change later.", judge=name
             )
         verdict = await self._review(given)
+        if incomplete is not None and verdict.decision != "reject":
+            return incomplete
         return final_abstain(verdict, evidence)
 
     async def _review(self, evidence: Evidence) -> Verdict:
