@@ -644,3 +644,29 @@ def test_garbage_is_refused_or_read_never_a_crash(fmt: Any, data: bytes | str) -
         return
     assert all(check_key_pattern(key) == key for key in flat)
     assert config_changes(tree, tree) == ()
+
+
+@given(
+    st.lists(
+        st.sampled_from(["[", "]", "{", "}", "a: ", "b", "- ", "\n", "  ", ", ", "[a: ", "1"]),
+        max_size=80,
+    )
+)
+def test_yaml_size_check_is_skipped_only_when_it_cannot_fail(parts: list[str]) -> None:
+    """Issue 18: texts without aliases, short and with few brackets skip the size check;
+    composing any such text never gives a tree the check would refuse."""
+    import yaml
+
+    text = "x: " + "".join(parts)
+    if not _config._cannot_explode(text):
+        return
+    loader = _config._Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                _config._check_size(node)  # raises if the skip were wrong
+    except yaml.YAMLError:
+        pass  # not YAML: parse_config refuses it anyway
+    finally:
+        loader.dispose()

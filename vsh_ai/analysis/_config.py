@@ -340,12 +340,30 @@ def _marked(message: str, node: yaml.Node) -> ConfigSyntaxError:
     return ConfigSyntaxError(f"yaml: {message} (line {mark.line + 1}, column {mark.column + 1})")
 
 
+def _cannot_explode(text: str) -> bool:
+    """True when no document of ``text`` can fail :func:`_check_size` (so it is skipped).
+
+    Without a ``*`` there is no alias (nothing shared, nothing recursive); a text of fewer
+    than a quarter of the node limit in characters has fewer nodes than the limit (a node
+    takes at least one character, an implicit null value excepted); flow collections nest
+    no deeper than twice the number of ``[`` and ``{`` in the text (``[a: b]`` is a
+    sequence holding a mapping).
+    """
+    return (
+        "*" not in text
+        and len(text) <= _MAX_YAML_NODES // 4
+        and 2 * (text.count("[") + text.count("{")) <= _MAX_FLOW_DEPTH
+    )
+
+
 def _check_size(root: yaml.Node) -> None:
     """Refuse alias bombs, recursive aliases and deep flow nesting before construction."""
     sizes: dict[int, tuple[int, int]] = {}  # id -> (nodes, flow collections nested here)
     active: set[int] = set()
 
     def size(node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return 1, 0  # a leaf (no alias can recurse through it): no bookkeeping
         known = sizes.get(id(node))
         if known is not None:
             return known
@@ -382,13 +400,15 @@ def _parse_yaml(text: str, loader_class: type[_PureLoader | yaml.CSafeLoader] | 
             f"yaml: a byte order mark inside the text (line {_line_of(text, bom)})"
         )
     loader = (loader_class or _Loader)(text)
+    check = not _cannot_explode(text)
     try:
         documents: list[Any] = []
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node said there is one
                 break
-            _check_size(node)
+            if check:
+                _check_size(node)
             documents.append(loader.construct_document(node))
     finally:
         loader.dispose()
