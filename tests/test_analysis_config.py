@@ -670,3 +670,31 @@ def test_yaml_size_check_is_skipped_only_when_it_cannot_fail(parts: list[str]) -
         pass  # not YAML: parse_config refuses it anyway
     finally:
         loader.dispose()
+
+
+def _outcome(text: str, *, direct: bool) -> str:
+    try:
+        return repr(_config._parse_yaml(text, direct=direct))
+    except Exception as error:  # the same failure, in the same words
+        return f"{type(error).__name__}: {error}"
+
+
+@given(pieces=st.lists(_YAML_PIECES, max_size=30))
+def test_yaml_direct_construction_is_the_loaders(pieces: list[str]) -> None:
+    """Issue 18: alias-free documents are built without the loader's generator machinery;
+    value, key order, types and every error stay the loader's own."""
+    text = "".join(pieces)
+    assert _outcome(text, direct=True) == _outcome(text, direct=False)
+
+
+def test_yaml_direct_construction_keeps_yaml_rules() -> None:
+    cases = [
+        "on:\n  push:\n  pull_request:\njobs:\n  a: {x: 1, y: [1, 2.5, true, ~, 2024-01-02]}\n",
+        "base: &b {x: 1}\nm:\n  <<: {x: 2, z: 3}\n  x: 1\n",
+        "a: 1\na: 2\n",  # duplicate: refused in the loader's words
+        "a: !!binary aGk=\n",  # a tag the direct path leaves to the loader
+        "? [1, 2]\n: x\n",  # an unhashable key
+        "a: 0x1F\nb: 1_000\nc: 1:30\nd: yes\n",
+    ]
+    for text in cases:
+        assert _outcome(text, direct=True) == _outcome(text, direct=False), text
