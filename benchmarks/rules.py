@@ -3,8 +3,9 @@
 Real VSH evidence is built once per workload (``vsh_ai._simulate.simulate`` on a temporary
 workspace, never committed); each timed evaluation then gets a fresh copy of it and cold
 analysis caches (parsed config trees, flattened keys, net changes), as a new decision
-does. Times are the median of several runs, both CPU time of this process
-(``time.process_time``: what the review itself costs on a loaded machine) and wall time.
+does. Times are the median of several runs, both CPU time of the deciding thread
+(``time.thread_time``: what the review itself costs on a loaded machine, without VSH's own
+threads) and wall time.
 
 Prints:
   * (a) paths + secrets at 1, 10, 100 and 1,000 changed text files: denied_changes,
@@ -40,7 +41,7 @@ import vsh
 from vsh_ai import Evidence, as_hook
 from vsh_ai._judge_files import load_judge
 from vsh_ai._simulate import simulate
-from vsh_ai.analysis import _changes, _config
+from vsh_ai.analysis import _config, _secrets
 from vsh_ai.rules import (
     AllowConfig,
     AllowPaths,
@@ -50,7 +51,6 @@ from vsh_ai.rules import (
     NoSecrets,
     ProtectedReads,
     RuleSet,
-    _base,
 )
 from vsh_ai.rules._base import net_changes, secret_reads
 
@@ -122,9 +122,9 @@ class Timing:
 
 
 # Result caches that carry analysis from one decision to the next (compiled patterns are
-# not listed: they stay warm, as in a long-running process).
-_RESULT_CACHES = ((_config, "_PARSED"), (_config, "_FLAT"), (_changes, "_CACHE"),
-                  (_base, "_SECRET_BLOBS"))  # fmt: skip
+# not listed: they stay warm, as in a long-running process). Per-evidence memos need no
+# clearing: every timed decision gets a fresh copy of the evidence.
+_RESULT_CACHES = ((_config, "_PARSED"), (_config, "_FLAT"))
 
 
 def cold_caches() -> None:
@@ -133,6 +133,7 @@ def cold_caches() -> None:
         cache = getattr(module, name, None)
         if cache is not None:
             cache.clear()
+    _secrets.clear_cache()  # secret findings, remembered by content digest
 
 
 def fresh(evidence: Evidence, count: int) -> list[Evidence]:
@@ -155,9 +156,9 @@ def timed(function: Callable[[Evidence], Any], evidence: Evidence, repeats: int)
         gc.collect()
         gc.disable()
         try:
-            started, started_cpu = time.perf_counter(), time.process_time()
+            started, started_cpu = time.perf_counter(), time.thread_time()
             result = function(copy)
-            cpu.append(time.process_time() - started_cpu)
+            cpu.append(time.thread_time() - started_cpu)
             wall.append(time.perf_counter() - started)
         finally:
             gc.enable()
@@ -260,6 +261,146 @@ async def transaction(root: Path, runs: int) -> tuple[Timing, Evidence]:
     return timing, Evidence.from_event(events[-1])
 
 
+# -- bundled judges against the transactions they judge -------------------------------
+
+
+def _workflow(i: int) -> str:
+    return (
+        f"name: ci-{i}\non:\n  push:\n    branches: [main]\n  pull_request:\n"
+        "permissions:\n  contents: read\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - uses: actions/checkout@v3\n      - run: pytest -q\n"
+    )
+
+
+def _requirements(i: int) -> str:
+    return f"requests==2.31.0\nclick==8.1.{i % 7}\nattrs==23.2.0\n"
+
+
+# judge -> (files for n changes, a program changing each of them the way the judge allows).
+# Every workload is one the judge approves at 1 file: the allowance path does all its work.
+WORKLOADS: dict[str, tuple[Callable[[int], dict[str, str]], Callable[[int], str]]] = {
+    "ci-workflows": (
+        lambda n: {f".github/workflows/w{i:04d}.yml": _workflow(i) for i in range(n)},
+        lambda n: (
+            f"for i in range({n}):\n    p = f'/workspace/.github/workflows/w{{i:04d}}.yml'\n"
+            "    vsh_write(p, vsh_read(p).replace('checkout@v3', 'checkout@v4'))"
+        ),
+    ),
+    "data-cleanup": (
+        lambda n: {
+            **{f"exports/e{i:04d}.csv": f"id,total\n{i},{i * 3}\n" for i in range(n)},
+            **{f"data/raw/d{i:04d}.csv": "id\n1\n" for i in range(n)},  # delete ratio < 0.5
+            "exports/archive/2023.csv": "id,total\n",
+        },
+        lambda n: (
+            f"for i in range({n}):\n"
+            "    vsh_move(f'/workspace/exports/e{i:04d}.csv', "
+            "f'/workspace/exports/archive/e{i:04d}.csv')"
+        ),
+    ),
+    "dependency-updates": (
+        lambda n: {f"svc{i:04d}/requirements.txt": _requirements(i) for i in range(n)},
+        lambda n: (
+            f"for i in range({n}):\n    p = f'/workspace/svc{{i:04d}}/requirements.txt'\n"
+            "    vsh_write(p, vsh_read(p).replace('requests==2.31.0', 'requests==2.32.3'))"
+        ),
+    ),
+    "repo-maintenance": (
+        lambda n: {f"docs/svc{i:04d}.md": _doc(i) for i in range(n)},
+        lambda n: (
+            f"for i in range({n}):\n    p = f'/workspace/docs/svc{{i:04d}}.md'\n"
+            "    vsh_write(p, vsh_read(p).replace('on-call', 'on call'))"
+        ),
+    ),
+    "secrets-hygiene": (
+        lambda n: {f"docs/svc{i:04d}.md": _doc(i) for i in range(n)},
+        lambda n: (
+            f"for i in range({n}):\n    p = f'/workspace/docs/svc{{i:04d}}.md'\n"
+            "    vsh_write(p, vsh_read(p) + '\\nSecrets come from the vault, never from files.\\n')"
+        ),
+    ),
+    "service-config": (
+        lambda n: {f"config/svc{i:04d}.toml": _config_file(i) for i in range(n)},
+        lambda n: (
+            f"for i in range({n}):\n    p = f'/workspace/config/svc{{i:04d}}.toml'\n"
+            "    t = vsh_read(p).replace(f'workers = {i % 32 + 1}', 'workers = 33')\n"
+            "    vsh_write(p, t.replace('timeout_s = 30', 'timeout_s = 60'))"
+        ),
+    ),
+}
+TRANSACTION_CONTENT_BYTES = 64 << 20
+
+
+async def judged_transaction(
+    root: Path, files: dict[str, str], code: str, runs: int
+) -> tuple[float, Evidence]:
+    """Median wall ms of one VSH transaction (preview + prepare + hook + commit), and its
+    evidence (the exact hook event). Each run starts from a fresh copy of ``files``."""
+    events: list[vsh.RequestEvent] = []
+
+    async def approve(event: vsh.RequestEvent) -> vsh.HookDecision:
+        events.append(event)
+        return vsh.HookDecision.approve("benchmark")
+
+    wall: list[float] = []
+    for run in range(runs):
+        workspace = root / f"run{run}"
+        for name, text in files.items():
+            path = workspace / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        runtime = vsh.HookedRuntime.open(
+            workspace,
+            hook_handler=approve,
+            policy="strict",
+            review_content_bytes=TRANSACTION_CONTENT_BYTES,
+        )
+        request = vsh.RunRequest(code, intent="benchmark", budget=BUDGET)
+        started = time.perf_counter()
+        receipt = await runtime.apreview(request)
+        resolution = await runtime.acommit(receipt.transaction)
+        wall.append(time.perf_counter() - started)
+        assert resolution.receipt.state == "committed", resolution.receipt.state
+    evidence = Evidence.from_event(events[0])
+    assert evidence.complete, evidence.gaps()
+    return statistics.median(wall) * 1000, evidence
+
+
+def bundled_judges() -> dict[str, RuleSet]:
+    judges: dict[str, RuleSet] = {}
+    for name in WORKLOADS:
+        loaded = load_judge(name, skip_llm=True)
+        assert isinstance(loaded, RuleSet), name
+        judges[name] = loaded
+    return judges
+
+
+async def judges_section(base: Path, counts: tuple[int, ...]) -> None:
+    """Rule-decision CPU time / VSH transaction wall time, per bundled judge and size."""
+    print("\n(d) bundled judges: rule-decision CPU ms / VSH transaction wall ms (target <= 10%)")
+    print("    the same change both times; decision on fresh evidence with cold caches")
+    judges = bundled_judges()
+    header = "".join(f" {f'{n:,} files':>23}" for n in counts)
+    print(f"  {'judge':<20}{header}")
+    ratios: dict[str, list[float]] = {}
+    for name, (files, program) in WORKLOADS.items():
+        cells: list[str] = []
+        for count in counts:
+            runs = 7 if count <= 10 else 5 if count <= 100 else 3
+            tx, evidence = await judged_transaction(
+                base / f"{name}-{count}", files(count), program(count), runs
+            )
+            repeats = 25 if count <= 10 else 9 if count <= 100 else QUICK_REPEATS
+            decision = timed(judges[name].evaluate, evidence, repeats)
+            ratio = decision.cpu_ms / tx
+            ratios.setdefault(name, []).append(ratio)
+            short = decision.decision[:3]
+            cells.append(f" {decision.cpu_ms:7.1f}/{tx:7.1f} {ratio:5.0%} {short}")
+        print(f"  {name:<20}{''.join(cells)}")
+    worst = max((r, n) for n, rs in ratios.items() for r in rs)
+    print(f"  worst ratio {worst[0]:.0%} ({worst[1]}): {_met(worst[0] <= 0.10)}")
+
+
 # -- report ---------------------------------------------------------------------------
 
 
@@ -321,6 +462,8 @@ def _breakdown(rules: RuleSet, evidence: Evidence, repeats: int) -> None:
 QUICK = "--quick" in sys.argv
 QUICK_REPEATS = 3 if QUICK else 7
 COUNTS = (1, 1000) if QUICK else (1, 10, 100, 1000)
+JUDGES_ONLY = "--judges" in sys.argv
+JUDGE_COUNTS = (1, 10, 100, 1000)
 
 
 async def main() -> None:
@@ -329,6 +472,10 @@ async def main() -> None:
     print(f"{os.getloadavg()[0]:.1f} at start (wall time suffers under load, CPU time less).")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
+        if JUDGES_ONLY:
+            await judges_section(base / "judges", JUDGE_COUNTS)
+            print(f"\n(whole run: {time.perf_counter() - began:.0f} s wall)")
+            return
         tx, one = await transaction(base / "tx", runs=10 if QUICK else 30)
         docs = {n: await docs_evidence(base / f"docs{n}", n) for n in COUNTS}
         configs = {n: await config_evidence(base / f"config{n}", n) for n in COUNTS}
@@ -375,6 +522,8 @@ async def main() -> None:
             f"  {'as_hook(service-config*) decision, mean':<44} {hook_cpu:9.3f} {hook_wall:9.3f}"
             f"  CPU {hook_cpu / tx.cpu_ms:6.2%} of the transaction"
         )
+
+        await judges_section(base / "judges", JUDGE_COUNTS)
 
         top = max(COUNTS)
         print(f"\nWhere the time goes at {top:,} files (CPU ms, wall ms; median, cold caches)")

@@ -644,3 +644,57 @@ def test_garbage_is_refused_or_read_never_a_crash(fmt: Any, data: bytes | str) -
         return
     assert all(check_key_pattern(key) == key for key in flat)
     assert config_changes(tree, tree) == ()
+
+
+@given(
+    st.lists(
+        st.sampled_from(["[", "]", "{", "}", "a: ", "b", "- ", "\n", "  ", ", ", "[a: ", "1"]),
+        max_size=80,
+    )
+)
+def test_yaml_size_check_is_skipped_only_when_it_cannot_fail(parts: list[str]) -> None:
+    """Issue 18: texts without aliases, short and with few brackets skip the size check;
+    composing any such text never gives a tree the check would refuse."""
+    import yaml
+
+    text = "x: " + "".join(parts)
+    if not _config._cannot_explode(text):
+        return
+    loader = _config._Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                _config._check_size(node)  # raises if the skip were wrong
+    except yaml.YAMLError:
+        pass  # not YAML: parse_config refuses it anyway
+    finally:
+        loader.dispose()
+
+
+def _outcome(text: str, *, direct: bool) -> str:
+    try:
+        return repr(_config._parse_yaml(text, direct=direct))
+    except Exception as error:  # the same failure, in the same words
+        return f"{type(error).__name__}: {error}"
+
+
+@given(pieces=st.lists(_YAML_PIECES, max_size=30))
+def test_yaml_direct_construction_is_the_loaders(pieces: list[str]) -> None:
+    """Issue 18: alias-free documents are built without the loader's generator machinery;
+    value, key order, types and every error stay the loader's own."""
+    text = "".join(pieces)
+    assert _outcome(text, direct=True) == _outcome(text, direct=False)
+
+
+def test_yaml_direct_construction_keeps_yaml_rules() -> None:
+    cases = [
+        "on:\n  push:\n  pull_request:\njobs:\n  a: {x: 1, y: [1, 2.5, true, ~, 2024-01-02]}\n",
+        "base: &b {x: 1}\nm:\n  <<: {x: 2, z: 3}\n  x: 1\n",
+        "a: 1\na: 2\n",  # duplicate: refused in the loader's words
+        "a: !!binary aGk=\n",  # a tag the direct path leaves to the loader
+        "? [1, 2]\n: x\n",  # an unhashable key
+        "a: 0x1F\nb: 1_000\nc: 1:30\nd: yes\n",
+    ]
+    for text in cases:
+        assert _outcome(text, direct=True) == _outcome(text, direct=False), text

@@ -340,12 +340,30 @@ def _marked(message: str, node: yaml.Node) -> ConfigSyntaxError:
     return ConfigSyntaxError(f"yaml: {message} (line {mark.line + 1}, column {mark.column + 1})")
 
 
+def _cannot_explode(text: str) -> bool:
+    """True when no document of ``text`` can fail :func:`_check_size` (so it is skipped).
+
+    Without a ``*`` there is no alias (nothing shared, nothing recursive); a text of fewer
+    than a quarter of the node limit in characters has fewer nodes than the limit (a node
+    takes at least one character, an implicit null value excepted); flow collections nest
+    no deeper than twice the number of ``[`` and ``{`` in the text (``[a: b]`` is a
+    sequence holding a mapping).
+    """
+    return (
+        "*" not in text
+        and len(text) <= _MAX_YAML_NODES // 4
+        and 2 * (text.count("[") + text.count("{")) <= _MAX_FLOW_DEPTH
+    )
+
+
 def _check_size(root: yaml.Node) -> None:
     """Refuse alias bombs, recursive aliases and deep flow nesting before construction."""
     sizes: dict[int, tuple[int, int]] = {}  # id -> (nodes, flow collections nested here)
     active: set[int] = set()
 
     def size(node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return 1, 0  # a leaf (no alias can recurse through it): no bookkeeping
         known = sizes.get(id(node))
         if known is not None:
             return known
@@ -375,12 +393,18 @@ def _check_size(root: yaml.Node) -> None:
     size(root)
 
 
-def _parse_yaml(text: str, loader_class: type[_PureLoader | yaml.CSafeLoader] | None = None) -> Any:
+def _parse_yaml(
+    text: str,
+    loader_class: type[_PureLoader | yaml.CSafeLoader] | None = None,
+    *,
+    direct: bool = True,
+) -> Any:
     bom = text.find("\ufeff")
     if bom >= 0:  # libyaml and PyYAML read a byte order mark inside the text differently
         raise ConfigSyntaxError(
             f"yaml: a byte order mark inside the text (line {_line_of(text, bom)})"
         )
+    plain = _cannot_explode(text)  # no alias: nothing to check, every document a tree
     loader = (loader_class or _Loader)(text)
     try:
         documents: list[Any] = []
@@ -388,13 +412,61 @@ def _parse_yaml(text: str, loader_class: type[_PureLoader | yaml.CSafeLoader] | 
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node said there is one
                 break
-            _check_size(node)
-            documents.append(loader.construct_document(node))
+            if not plain:
+                _check_size(node)
+                documents.append(loader.construct_document(node))
+            elif direct:
+                try:
+                    documents.append(_tree(loader, node))
+                except Exception:  # anything unusual: the loader's own way, from the start
+                    loader.dispose()
+                    return _parse_yaml(text, loader_class, direct=False)
+            else:
+                documents.append(loader.construct_document(node))
     finally:
         loader.dispose()
     if not documents:
         return None
     return documents[0] if len(documents) == 1 else documents
+
+
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
+)
+
+
+class _Unusual(Exception):
+    """A node the direct construction leaves to the loader (a tag it does not know)."""
+
+
+def _tree(loader: Any, node: yaml.Node) -> Any:
+    """The safe loader's value for an alias-free document, built directly (no generators).
+
+    What the loader's ``construct_document`` gives for the same nodes: its own scalar
+    constructors, its mapping rules (:meth:`_Rules.flatten_mapping`: duplicates, merge keys,
+    ``on:`` keys) and unhashable keys refused. Only for text without ``*`` (no alias, so
+    no node is shared or recursive); any other tag, or any error, goes back to the loader,
+    which then reports exactly what it always did.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag not in _SCALAR_TAGS:
+            raise _Unusual(node.tag)
+        return loader.yaml_constructors[node.tag](loader, node)
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != _SEQ_TAG:
+            raise _Unusual(node.tag)
+        return [_tree(loader, child) for child in node.value]
+    if not isinstance(node, yaml.MappingNode) or node.tag != _MAP_TAG:
+        raise _Unusual(node.tag)
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = _tree(loader, key_node)
+        hash(key)  # unhashable: the loader says so, in its words
+        mapping[key] = _tree(loader, value_node)
+    return mapping
 
 
 # INI

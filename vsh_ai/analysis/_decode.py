@@ -13,7 +13,7 @@ import codecs
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -201,6 +201,11 @@ class Rewrite:
 
     text: str
     segments: tuple[Segment, ...]
+    starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    """Each segment's start in ``text`` (for bisect): computed once, not per lookup."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "starts", tuple(segment[0] for segment in self.segments))
 
     def windows(self, context: int) -> list[tuple[int, int]]:
         """Spans of ``text`` around the decoded parts (``context`` characters either side)."""
@@ -219,7 +224,7 @@ class Rewrite:
         """The source span that ``text[start:end]`` came from, and the first label in it."""
         if not self.segments:
             return start, end, None
-        starts = [s[0] for s in self.segments]
+        starts = self.starts
         first = max(bisect_right(starts, start) - 1, 0)
         last = max(bisect_right(starts, max(end - 1, start)) - 1, first)
         ns, _, os_, _, label = self.segments[first]

@@ -25,7 +25,7 @@ import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
 from itertools import product
 from pathlib import PurePosixPath
 from typing import Any, Literal, TypeVar
@@ -336,6 +336,21 @@ def pep440_subset(new: str, old: str) -> bool | None:
     return None if a is None or b is None else _subset(a, b)
 
 
+_SHORT = 256  # specifiers up to this long are remembered (bounded memory on crafted input)
+
+
+def _by_spec(function: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """``function`` remembered per (short) specifier: a pin is read many times per change."""
+    remembered = lru_cache(maxsize=1 << 14)(function)
+
+    @wraps(function)
+    def cached(spec: str) -> str | None:
+        return remembered(spec) if len(spec) <= _SHORT else function(spec)
+
+    return cached
+
+
+@_by_spec
 def pep440_exact(specifier: str) -> str | None:
     """``==2.31.0`` -> "2.31.0"; anything else (``==2.32.*``, ``>=``, two clauses) -> None."""
     try:
@@ -410,6 +425,7 @@ def npm_range_subset(new: str, old: str) -> bool | None:
     return None if a is None or b is None else _subset(a, b)
 
 
+@_by_spec
 def npm_exact(spec: str) -> str | None:
     """``4.17.21`` / ``=4.17.21`` / ``v4.17.21`` -> "4.17.21"; ranges and sources -> None."""
     text = _npm_text(spec) or ""

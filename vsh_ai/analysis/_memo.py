@@ -109,6 +109,10 @@ class Analysis:
         counts); ``number`` is its line in the new file (in the old one for ``removed``).
         None when either side is binary; EvidenceGap when bytes were not captured.
         """
+        key = ("new_lines", path, removed)
+        if key in self._memo:  # computed: its bytes were captured (a gap is never stored)
+            known: tuple[tuple[int, str], ...] | None = self._memo[key]
+            return known
         evidence = self.evidence
         before, after = evidence.before_bytes(path), evidence.after_bytes(path)
         old, new = (after, before) if removed else (before, after)
@@ -127,7 +131,7 @@ class Analysis:
                     out.append((number, line))
             return tuple(out)
 
-        return self.remember(("new_lines", path, removed), compute)
+        return self.remember(key, compute)
 
 
 def analysis_of(evidence: Evidence) -> Analysis:

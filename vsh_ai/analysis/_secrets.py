@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -1069,7 +1069,7 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
         return found
     encoded, keys = decode_runs(text)
     found += [SecretFinding("private key", s, e, encoding) for (s, e), encoding in keys]
-    plain = [(f.kind, f.start, f.end) for f in found]
+    plain = _Spans(found)
     for rewrite in (encoded, join_pieces(text), percent_decode(text)):
         if rewrite is None:
             continue
@@ -1083,12 +1083,47 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
             start = low + inner.start - offsets[number]
             end = min(low + inner.end - offsets[number], high)
             for finding in _mapped(rewrite, [replace(inner, start=start, end=end)]):
-                if not any(
-                    kind == finding.kind and finding.start <= s and e <= finding.end
-                    for kind, s, e in plain
-                ):
+                if not plain.inside(finding.kind, finding.start, finding.end):
                     found.append(finding)
     return found
+
+
+class _Spans:
+    """Is a finding of ``kind`` inside ``[start, end]``? In log time, not by a scan of all.
+
+    Per kind: findings sorted by start, and a sparse table of the least end over any run
+    of them; the findings starting in ``[start, end]`` are one run, and one of them ends by
+    ``end`` exactly when the least end of that run does.
+    """
+
+    __slots__ = ("_kinds",)
+
+    def __init__(self, found: list[SecretFinding]) -> None:
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for finding in found:
+            spans.setdefault(finding.kind, []).append((finding.start, finding.end))
+        self._kinds: dict[str, tuple[list[int], list[list[int]]]] = {}
+        for kind, pairs in spans.items():
+            pairs.sort()
+            table = [[end for _, end in pairs]]
+            width = 1
+            while 2 * width <= len(pairs):
+                row = table[-1]
+                table.append([min(row[i], row[i + width]) for i in range(len(row) - width)])
+                width *= 2
+            self._kinds[kind] = ([start for start, _ in pairs], table)
+
+    def inside(self, kind: str, start: int, end: int) -> bool:
+        known = self._kinds.get(kind)
+        if known is None:
+            return False
+        starts, table = known
+        low, high = bisect_left(starts, start), bisect_right(starts, end)
+        if low >= high:
+            return False
+        level = (high - low).bit_length() - 1
+        row = table[level]
+        return min(row[low], row[high - (1 << level)]) <= end
 
 
 def _concatenated(text: str, windows: list[tuple[int, int]]) -> tuple[str, list[int]]:

@@ -126,8 +126,13 @@ def _shown(text: str, limit: int = 80) -> str:
 
 
 def _parse_side(evidence: Evidence, path: str, side: Literal["before", "after"]) -> Manifest | None:
+    """One side of ``path`` parsed, once per decision (the analysis memo; errors re-raise)."""
     data = evidence.before_bytes(path) if side == "before" else evidence.after_bytes(path)
-    return None if data is None else parse_dependency_file(path, data)
+    if data is None:
+        return None
+    return analysis_of(evidence).remember(
+        ("manifest", path, data), lambda: parse_dependency_file(path, data)
+    )
 
 
 def _parse_renamed(evidence: Evidence, path: str, source: str) -> Manifest | None:
