@@ -236,7 +236,7 @@ async def test_a_reject_on_incomplete_evidence_stands(make_workspace) -> None:
     workspace = make_workspace(FILES)
     before = snapshot_tree(workspace)
     hook = as_hook(Fixed("reject"))
-    _, tx, resolution = await run_hooked(workspace, hook, OVERWRITE)
+    _, _tx, resolution = await run_hooked(workspace, hook, OVERWRITE)
     assert resolution.hook.verdict == "reject"
     assert resolution.receipt.state == "rejected"
     assert snapshot_tree(workspace) == before

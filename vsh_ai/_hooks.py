@@ -433,8 +433,9 @@ class JudgeHook:
             )
         incomplete: Verdict | None = None
         if self.require_complete_evidence and not evidence.complete:
-            # Never an approval; but the judge is still asked, so that what it rejects
-            # (a protected read, say) is rejected whatever else the program did.
+            # Never an approval; but the judge is still asked, so that what it rejects or
+            # reviews (a protected read, unshared content) gets the same answer whether or
+            # not the program also left a gap (which is the program's doing).
             incomplete = Verdict(
                 decision="review",
                 reason="The evidence of this change is incomplete (VSH did not capture "
@@ -456,8 +457,8 @@ class JudgeHook:
                 "capacity", "The judge is at capacity; review this change later.", judge=name
             )
         verdict = await self._review(given)
-        if incomplete is not None and verdict.decision != "reject":
-            return incomplete
+        if incomplete is not None and verdict.decision in ("approve", "abstain"):
+            return incomplete  # the judge's own review or reject stands
         return final_abstain(verdict, evidence)
 
     async def _review(self, evidence: Evidence) -> Verdict:

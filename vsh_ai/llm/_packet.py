@@ -222,6 +222,31 @@ class _Builder:
 
     def check(self) -> tuple[list[Change], list[str]]:
         evidence = self.evidence
+        # What the program read or wrote from unshared bytes decides first: that answer
+        # must not depend on anything else the program did (a gap it left, say), or the
+        # refusal's wording would tell the worker what the refused bytes made it do.
+        changes, reads = self.needed_content()
+        # By provenance, not by name: bytes that were ever at an unshared path (moved,
+        # copied, read and re-written) are unshared wherever they are now.
+        self.unshared = self.sharing.unshared(evidence)
+        needed = [c.path for c in changes] + reads + [v.path for v in self.intermediates()]
+        blocked = [p for p in dict.fromkeys(needed) if p in self.unshared]
+        if blocked:
+            sources = content_sources(evidence)
+            origins = [
+                source
+                for path in blocked
+                for source in sorted(sources.get(path, ()))
+                if source != path and source in self.unshared
+            ]
+            named = list(dict.fromkeys(blocked + origins))
+            raise PacketRefused(
+                "unshared_content",
+                f"The LLM judge may not see the contents of {_paths(named)} (withheld: "
+                "unshared provenance, i.e. not on its sharing allowlist or holding bytes "
+                "that were at such a path: moved, copied or read there), so a human must "
+                "review this work. Avoid touching those paths if they are not needed.",
+            )
         if not (evidence.evidence_complete and not evidence.evidence_truncated):
             raise PacketRefused(
                 "incomplete_evidence",
@@ -253,28 +278,6 @@ class _Builder:
                 "incomplete_evidence",
                 f"{_paths(special)} is a symlink or special file whose target the LLM judge "
                 "cannot see; a human must review this work.",
-            )
-        changes, reads = self.needed_content()
-        # By provenance, not by name: bytes that were ever at an unshared path (moved,
-        # copied, read and re-written) are unshared wherever they are now.
-        self.unshared = self.sharing.unshared(evidence)
-        needed = [c.path for c in changes] + reads + [v.path for v in self.intermediates()]
-        blocked = [p for p in dict.fromkeys(needed) if p in self.unshared]
-        if blocked:
-            sources = content_sources(evidence)
-            origins = [
-                source
-                for path in blocked
-                for source in sorted(sources.get(path, ()))
-                if source != path and source in self.unshared
-            ]
-            named = list(dict.fromkeys(blocked + origins))
-            raise PacketRefused(
-                "unshared_content",
-                f"The LLM judge may not see the contents of {_paths(named)} (withheld: "
-                "unshared provenance, i.e. not on its sharing allowlist or holding bytes "
-                "that were at such a path: moved, copied or read there), so a human must "
-                "review this work. Avoid touching those paths if they are not needed.",
             )
         raw = 0
         binary: list[str] = []
