@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
@@ -88,3 +90,21 @@ def evidence_for(make_workspace: Callable[[Files], Path]) -> Callable[..., Await
         return result.evidence
 
     return build
+
+
+def git_staged(workspace: Path) -> list[str]:
+    """What ``git add -A`` stages in ``workspace`` (a fresh repository; skips without git)."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("needs the git binary")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    subprocess.run([git, "init", "-q", str(workspace)], check=True, env=env)
+    subprocess.run([git, "-C", str(workspace), "add", "-A"], check=True, env=env)
+    listed = subprocess.run(
+        [git, "-C", str(workspace), "diff", "--cached", "--name-only"],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return listed.stdout.split()

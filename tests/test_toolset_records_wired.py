@@ -6,15 +6,13 @@ tests of the stores are in ``test_toolset_records.py``).
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import snapshot_tree
+from conftest import git_staged, snapshot_tree
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -115,9 +113,6 @@ class Rejects:
 async def test_git_add_after_a_rejected_write_stages_nothing_of_vsh_runtime(
     make_workspace: Callable[..., Path],
 ) -> None:
-    git = shutil.which("git")
-    if git is None:
-        pytest.skip("needs the git binary")
     secret = "rejected-bytes-5e1d"
     workspace = make_workspace({"a.txt": "a\n"})
     seen: list[Any] = []
@@ -130,18 +125,4 @@ async def test_git_add_after_a_rejected_write_stages_nothing_of_vsh_runtime(
     assert [r.state for r in seen] == ["rejected"]
     ignore = (workspace / ".vsh-runtime" / ".gitignore").read_text().splitlines()
     assert "*" in ignore
-    assert _staged(workspace, git) == ["a.txt"]
-
-
-def _staged(workspace: Path, git: str) -> list[str]:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    subprocess.run([git, "init", "-q", str(workspace)], check=True, env=env)
-    subprocess.run([git, "-C", str(workspace), "add", "-A"], check=True, env=env)
-    listed = subprocess.run(
-        [git, "-C", str(workspace), "diff", "--cached", "--name-only"],
-        check=True,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    return listed.stdout.split()
+    assert git_staged(workspace) == ["a.txt"]

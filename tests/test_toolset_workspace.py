@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import vsh
+from conftest import git_staged
 
 from vsh_ai import VshToolset
 from vsh_ai.toolset._workspace import ensure_runtime_gitignore
@@ -61,23 +59,6 @@ def _reject_a_write(workspace: Path, secret: str) -> None:
     assert not (workspace / "b.txt").exists()
 
 
-def _staged(workspace: Path) -> list[str]:
-    git = shutil.which("git")
-    if git is None:
-        pytest.skip("needs the git binary")
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    subprocess.run([git, "init", "-q", str(workspace)], check=True, env=env)
-    subprocess.run([git, "-C", str(workspace), "add", "-A"], check=True, env=env)
-    listed = subprocess.run(
-        [git, "-C", str(workspace), "diff", "--cached", "--name-only"],
-        check=True,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    return listed.stdout.split()
-
-
 def test_git_add_stages_nothing_of_a_rejected_write(tmp_path: Path) -> None:
     secret = "rejected-bytes-7f3a"
     workspace = tmp_path / "ws"
@@ -86,7 +67,7 @@ def test_git_add_stages_nothing_of_a_rejected_write(tmp_path: Path) -> None:
     _reject_a_write(workspace, secret)
     blobs = [p for p in (workspace / ".vsh-runtime").rglob("*") if p.is_file()]
     assert any(secret.encode() in p.read_bytes() for p in blobs)  # VSH keeps the bytes
-    assert _staged(workspace) == ["a.txt"]
+    assert git_staged(workspace) == ["a.txt"]
 
 
 def test_without_the_gitignore_git_add_stages_vsh_runtime(tmp_path: Path) -> None:
@@ -95,7 +76,7 @@ def test_without_the_gitignore_git_add_stages_vsh_runtime(tmp_path: Path) -> Non
     workspace.mkdir()
     (workspace / "a.txt").write_text("a\n")
     vsh.Runtime.open(workspace, policy="strict")
-    assert any(name.startswith(".vsh-runtime/") for name in _staged(workspace))
+    assert any(name.startswith(".vsh-runtime/") for name in git_staged(workspace))
 
 
 @pytest.mark.parametrize("before_open", [False, True], ids=["after-open", "before-open"])
