@@ -152,7 +152,9 @@ async def test_refused_work_keeps_a_useful_answer(make_workspace: Callable[..., 
         "vsh_copy('/workspace/vault.txt', '/workspace/public.txt')",
         "copy the vault",
     )
-    assert (copied.state, copied.feedback) == ("rejected", "vault.txt is protected.")
+    # Which paths a refused program touched is its doing: names are masked for the worker.
+    assert (copied.state, copied.feedback) == ("rejected", "[names withheld] is protected.")
+    assert copied.approver_view()["verdict"]["reason"] == "vault.txt is protected."
     assert (copied.diff, copied.changes, copied.summary) == (None, (), "")
     assert PLAIN_SECRET not in copied.model_dump_json()
     # The approver (a person) still sees the full change.

@@ -46,8 +46,12 @@ async def test_raw_hook_handler_decision_becomes_the_verdict(
     result = await toolset.vsh_write("a.txt", "b")
     assert result.state == "rejected"
     assert result.verdict is not None
-    assert (result.verdict.decision, result.verdict.reason) == ("reject", "no writes to a.txt")
-    assert result.feedback == "no writes to a.txt"
+    assert (result.verdict.decision, result.verdict.reason) == (
+        "reject",
+        "no writes to [names withheld]",
+    )
+    assert result.feedback == "no writes to [names withheld]"  # touched names are masked
+    assert result.approver_view()["verdict"]["reason"] == "no writes to a.txt"
     assert (result.diff, result.transaction) == (None, None)  # refused: no program output
     transaction = result.approver_view()["transaction"]
     assert events == [transaction]

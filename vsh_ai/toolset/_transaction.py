@@ -50,6 +50,11 @@ _STALE_NOTE = (
     "The files this change depends on changed on the host before it could commit; nothing "
     "was committed. Re-read them and submit again."
 )
+_ALREADY_REFUSED = (
+    "This identical change (same program and intent, same files) was already refused "
+    "(rejected by the reviewer or denied by a person). Do not resubmit it; follow the "
+    "earlier feedback or ask the user."
+)
 _CAPACITY_WAIT_S = 30.0
 _VIEWS_KEPT = 64
 
@@ -142,6 +147,8 @@ class Transactions:
         text = str(error)
         if _host_churn(text):
             return self.stale(_CHURN_NOTE)
+        if "in state Rejected" in text:  # the identical program was refused before
+            return self.render(Outcome("rejected", feedback=_ALREADY_REFUSED))
         if "File name too long" in text or "os error 36" in text:
             return self.failed(
                 "The host filesystem refused a file name as too long (most allow 255 bytes "
@@ -539,13 +546,7 @@ class Transactions:
             state = await self.driver.state(transaction)
         if state == "rejected":
             return self.render(
-                Outcome(
-                    "rejected",
-                    transaction=transaction,
-                    feedback="This identical change (same program and intent, same files) was "
-                    "already refused (rejected by the reviewer or denied by a person). Do not "
-                    "resubmit it; follow the earlier feedback or ask the user.",
-                )
+                Outcome("rejected", transaction=transaction, feedback=_ALREADY_REFUSED)
             )
         raise ModelRetry(
             "This exact program and intent was already submitted on the current workspace "
