@@ -334,8 +334,10 @@ TRANSACTION_CONTENT_BYTES = 64 << 20
 async def judged_transaction(
     root: Path, files: dict[str, str], code: str, runs: int
 ) -> tuple[float, Evidence]:
-    """Median wall ms of one VSH transaction (preview + prepare + hook + commit), and its
-    evidence (the exact hook event). Each run starts from a fresh copy of ``files``."""
+    """Wall ms of one VSH transaction (preview + prepare + hook + commit), and its evidence
+    (the exact hook event). Each run starts from a fresh copy of ``files``; the figure is
+    the fastest run, the one other processes on the machine disturbed least (wall time
+    only grows under load, which would flatter the ratio)."""
     events: list[vsh.RequestEvent] = []
 
     async def approve(event: vsh.RequestEvent) -> vsh.HookDecision:
@@ -363,7 +365,7 @@ async def judged_transaction(
         assert resolution.receipt.state == "committed", resolution.receipt.state
     evidence = Evidence.from_event(events[0])
     assert evidence.complete, evidence.gaps()
-    return statistics.median(wall) * 1000, evidence
+    return min(wall) * 1000, evidence
 
 
 def bundled_judges() -> dict[str, RuleSet]:
@@ -378,7 +380,8 @@ def bundled_judges() -> dict[str, RuleSet]:
 async def judges_section(base: Path, counts: tuple[int, ...]) -> None:
     """Rule-decision CPU time / VSH transaction wall time, per bundled judge and size."""
     print("\n(d) bundled judges: rule-decision CPU ms / VSH transaction wall ms (target <= 10%)")
-    print("    the same change both times; decision on fresh evidence with cold caches")
+    print("    the same change both times; decision: median CPU on fresh evidence with cold")
+    print("    caches (after a full garbage collection, as above); transaction: fastest run")
     judges = bundled_judges()
     header = "".join(f" {f'{n:,} files':>23}" for n in counts)
     print(f"  {'judge':<20}{header}")

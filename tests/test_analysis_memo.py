@@ -128,22 +128,22 @@ def test_the_findings_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     _secrets.clear_cache()
 
 
-async def test_the_memo_follows_shallow_copies_only(evidence_for) -> None:
+async def test_the_memo_belongs_to_one_evidence_object(evidence_for) -> None:
     evidence = await evidence_for(FILES, CODE)
     memo = analysis_of(evidence)
     assert analysis_of(evidence) is memo
     changes = net_changes(evidence)
     assert net_changes(evidence) is changes
-    shallow = evidence.model_copy()
-    assert analysis_of(shallow) is memo  # the same field objects: the same analysis
-    assert net_changes(shallow) is changes
     updated = evidence.model_copy(update={"changes": evidence.changes[:1]})
-    assert analysis_of(updated) is not memo
+    assert analysis_of(updated) is not memo  # carried in the copied __dict__, never used
     assert len(net_changes(updated)) == 1
+    assert net_changes(evidence) is changes
     for other in (
+        evidence.model_copy(),
         copy.deepcopy(evidence),
         pickle.loads(pickle.dumps(evidence)),
         Evidence.model_validate_json(evidence.model_dump_json()),
+        Evidence.model_validate(evidence.model_dump()),  # what each pipeline stage gets
     ):
         assert analysis_of(other) is not memo
         assert net_changes(other) == changes
@@ -154,6 +154,19 @@ async def test_the_memo_follows_shallow_copies_only(evidence_for) -> None:
     assert isinstance(memo, Analysis)
     assert memo.fits(evidence)
     assert not memo.fits(updated)
+    # No reference cycle: an evidence is freed as soon as it is dropped.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        probe = Evidence.model_validate_json(evidence.model_dump_json())
+        net_changes(probe)
+        alive = weakref.ref(probe)
+        del probe
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 async def test_one_scan_per_content_per_decision(evidence_for, monkeypatch) -> None:

@@ -12,9 +12,11 @@ import contextlib
 import time
 
 import pytest
+import vsh
 
 from vsh_ai import Evidence
 from vsh_ai._judge_files import load_judge
+from vsh_ai._simulate import simulate
 from vsh_ai.analysis import _globs
 from vsh_ai.rules import AllowAddedLines, AllowPaths, NoSecrets, RuleSet, _base
 
@@ -86,9 +88,15 @@ async def test_every_twentieth_line_of_a_large_file_edited(evidence_for) -> None
     assert seconds < 1.0
 
 
-async def test_many_small_new_files(evidence_for) -> None:
+async def test_many_small_new_files(make_workspace) -> None:
     code = "for i in range(800):\n    vsh_write(f'/workspace/docs/n{i:04d}.md', f'# Note {i}\\n')"
-    evidence = await evidence_for({"docs/.keep": ""}, code)
+    budget = vsh.ExecutionBudget(max_duration_ms=120_000, max_os_calls=200_000)  # loaded CI
+    result = await simulate(
+        make_workspace({"docs/.keep": ""}), code, policy="strict", budget=budget
+    )
+    evidence = result.evidence
+    assert evidence is not None
+    assert evidence.complete
     judge = load_judge("secrets-hygiene", skip_llm=True)
     assert isinstance(judge, RuleSet)
     seconds, decision, _ = cpu(judge, evidence)

@@ -3,23 +3,29 @@
 :func:`analysis_of` returns the :class:`Analysis` of an evidence, made on first use. It
 remembers what rules ask of the evidence more than once (decoded text, lines, the lines a
 change adds or removes, line pairings, net changes, secret reads, changed paths per
-folder), each computed at most once per decision. Secret findings are remembered one
-level down, by the detector itself, keyed by the sha256 of the scanned text
-(:func:`vsh_ai.analysis._secrets.find_secrets`): shared by every evidence object, copy
-and pipeline stage that holds the same bytes, and never by a blob id an evidence claims.
+folder, parsed manifests), each computed at most once per decision.
 
-Where the memo lives: in the evidence's own ``__dict__`` under a private name, the way
-``functools.cached_property`` keeps its values (never a field: not dumped, validated,
-compared or part of the digest). A shallow copy (``model_copy``) carries it, and it is
-used only while the copy's fields are the very objects it was computed from: a copy with
-``update=`` gets a new analysis. A deep copy or a pickle carries none (the copy is
-analysed afresh; its secret findings still come from the digest cache). The memo holds
-only immutable results, so sharing it between copies lets no stage change what another
-stage sees.
+Two levels, by what each result costs and what it depends on:
+
+* **per content**, across evidence objects: secret findings, the most expensive result,
+  are remembered by the detector itself, keyed by the sha256 of the scanned text
+  (:func:`vsh_ai.analysis._secrets.find_secrets`, a bounded cache), as parsed config
+  trees are by their bytes. Every rule, the read rule, redaction and the LLM packet, in
+  every pipeline stage, share one scan of the same bytes, although each stage gets its
+  own validated copy of the evidence; the key is the content itself, never a blob id an
+  evidence claims (a forged evidence could pair a known id with other bytes).
+* **per evidence object**: the rest (cheap to recompute, tied to one transaction's
+  structure) lives in the evidence's own ``__dict__`` under a private name, the way
+  ``functools.cached_property`` keeps its values (never a field: not dumped, validated,
+  compared or part of the digest). It belongs to that one object (a weak reference, so no
+  cycle keeps an evidence alive): a copy, shallow, deep or pickled, or one with fields
+  replaced (``model_copy(update=...)``), is analysed afresh and can never see a stale
+  answer. It holds immutable results only.
 """
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
@@ -31,7 +37,6 @@ from .._evidence import Evidence, is_binary
 __all__ = ("Analysis", "analysis_of")
 
 _SLOT = "_vsh_ai_analysis"
-_FIELDS = tuple(Evidence.model_fields)
 T = TypeVar("T")
 
 
@@ -47,18 +52,21 @@ class Analysis:
     asked, exactly as the evidence's own accessors do.
     """
 
-    __slots__ = ("_fields", "_memo", "evidence")
+    __slots__ = ("_memo", "_owner")
 
     def __init__(self, evidence: Evidence) -> None:
-        self.evidence = evidence
-        self._fields = tuple(evidence.__dict__.get(name) for name in _FIELDS)
+        self._owner = weakref.ref(evidence)
         self._memo: dict[tuple[Any, ...], Any] = {}
 
+    @property
+    def evidence(self) -> Evidence:
+        evidence = self._owner()
+        assert evidence is not None, "an analysis outlived its evidence"
+        return evidence
+
     def fits(self, evidence: Evidence) -> bool:
-        """True while ``evidence``'s fields are the objects this analysis was made from."""
-        values = evidence.__dict__
-        pairs = zip(_FIELDS, self._fields, strict=True)
-        return all(values.get(name) is field for name, field in pairs)
+        """True for the evidence object this analysis was made for (not a copy of it)."""
+        return self._owner() is evidence
 
     def __deepcopy__(self, memo: dict[int, Any]) -> None:
         return None  # a deep copy of an evidence is analysed afresh
