@@ -36,9 +36,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from vsh_ai import VshResult, VshToolset
-from vsh_ai import _dbos as _dbos_module
-from vsh_ai._dbos import _denial_text, _parse
+from vsh_ai import VshResult, VshToolset, _dbos_wait
+from vsh_ai._dbos_wait import _denial_text, _parse
 from vsh_ai.dbos import (
     DATABASE_URL_ENV,
     PENDING_EVENT,
@@ -689,7 +688,7 @@ async def test_when_the_channel_fails_undecided_calls_are_denied_not_left_pendin
     """With a DBOS whose tables this version does not know, the wait falls back to
     DBOS.recv, which an undecodable message fails: the round's calls are then denied
     (and the toolset records it), never left pending with the workflow in ERROR."""
-    monkeypatch.setattr(_dbos_module, "_notifications", lambda: None)
+    monkeypatch.setattr(_dbos_wait, "_notifications", lambda: None)
     workspace = _workspace(tmp_path, "a.txt")
     agent = _agent("fallback", workspace, "a.txt")
     handle = await _start("wf-fallback", "fallback")

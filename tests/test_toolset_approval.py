@@ -27,8 +27,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
 from vsh_ai.toolset import VshToolset
-from vsh_ai.toolset._bindings import VshApprovalError
 from vsh_ai.toolset._result import VshResult
+from vsh_ai.toolset._signing import VshApprovalError
 
 pytestmark = pytest.mark.anyio
 

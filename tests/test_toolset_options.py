@@ -15,8 +15,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict
 from vsh_ai.toolset import VshToolset
-from vsh_ai.toolset._bindings import ApprovalStore, VshApprovalError
+from vsh_ai.toolset._bindings import ApprovalStore
 from vsh_ai.toolset._instructions import instructions_for
+from vsh_ai.toolset._signing import VshApprovalError
 
 pytestmark = pytest.mark.anyio
 

@@ -42,14 +42,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
-from vsh_ai.toolset._bindings import (
-    ApprovalStore,
-    SignedRecords,
-    VshApprovalError,
-    conversation_digest,
-    load_signing_key,
-    response_digest,
-)
+from vsh_ai.toolset._bindings import ApprovalStore, conversation_digest, response_digest
 from vsh_ai.toolset._files import locked
 from vsh_ai.toolset._journal import (
     AlreadyDone,
@@ -58,6 +51,7 @@ from vsh_ai.toolset._journal import (
     JournalUnavailable,
 )
 from vsh_ai.toolset._result import VshResult
+from vsh_ai.toolset._signing import SignedRecords, VshApprovalError, load_signing_key
 from vsh_ai.toolset._workspace import (
     IDENTITY_FILE,
     read_quarantine,
@@ -273,7 +267,7 @@ def test_a_read_only_home_is_an_approval_error(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     code = (
-        "from vsh_ai.toolset._bindings import load_signing_key\n"
+        "from vsh_ai.toolset._signing import load_signing_key\n"
         "try:\n"
         "    load_signing_key()\n"
         "except Exception as error:\n"

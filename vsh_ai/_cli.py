@@ -213,7 +213,7 @@ def _harvest(args: argparse.Namespace, console: Console) -> int:
     if args.state_directory is not None and not args.state_directory.is_dir():
         raise UsageError(f"--state-directory {args.state_directory}: not a folder")
     _check_output(args.out, "--out")
-    from .toolset._bindings import approval_key_path
+    from .toolset._signing import approval_key_path
 
     if not approval_key_path().is_file():
         raise UsageError(

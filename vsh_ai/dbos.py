@@ -48,15 +48,7 @@ principal in a message is what the approver claims, recorded as such, not authen
 from __future__ import annotations
 
 from ._dbos import (
-    APPROVAL_TOPIC,
     DATABASE_URL_ENV,
-    PENDING_EVENT,
-    ApprovalMessage,
-    CallDecision,
-    IgnoredReason,
-    Outcome,
-    PendingApprovals,
-    PendingCall,
     WorkflowNotWaiting,
     dbos_config,
     pending_approvals,
@@ -64,6 +56,16 @@ from ._dbos import (
     run_with_approvals,
     send_approval,
     send_approval_async,
+)
+from ._dbos_messages import (
+    APPROVAL_TOPIC,
+    PENDING_EVENT,
+    ApprovalMessage,
+    CallDecision,
+    IgnoredReason,
+    Outcome,
+    PendingApprovals,
+    PendingCall,
 )
 
 __all__ = (

@@ -6,7 +6,10 @@ One tool call is one VSH transaction, one stage a module:
   the reviewer (judge, hook or person) and answer its hook calls;
 - ``_transaction``: preview, review, commit, and every outside failure, as an outcome;
 - ``_records`` over ``_journal``: exactly-once records of each call; ``_deferred`` over
-  ``_bindings``: Pydantic AI's deferred approval bound to exact transactions;
+  ``_bindings``: Pydantic AI's deferred approval bound to exact transactions (``_harvest``:
+  what a deferred call keeps for ``vsh-ai harvest``);
+- ``_signing``: the signing key and the signed, mirrored records that bindings, journal
+  and workspace identity are written as;
 - ``_render``: the ONE renderer of what the worker, the spans and the approver see;
 - ``_driver``: native VSH calls off the event loop; ``_quarantine``: stop after recovery
   errors; ``_config``, ``_call_key``, ``_principal``, ``_result``, ``_tools``,
@@ -15,7 +18,6 @@ One tool call is one VSH transaction, one stage a module:
   :class:`VshCapability`.
 """
 
-from ._bindings import VshApprovalError
 from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._facade import (
     ApprovalMode,
@@ -27,6 +29,7 @@ from ._facade import (
 )
 from ._principal import InvalidPrincipal, denial
 from ._result import ChangedPath, OutputLimits, ToolState, VshResult
+from ._signing import VshApprovalError
 
 __all__ = (
     "ApprovalMode",

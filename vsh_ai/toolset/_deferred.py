@@ -18,17 +18,17 @@ from ._bindings import (
     ApprovalBinding,
     ApprovalStore,
     EndState,
-    VshApprovalError,
     args_digest,
     conversation_digest,
-    harvest_capture,
     response_digest,
 )
 from ._driver import is_recovery, now_ms
+from ._harvest import harvest_capture
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
 from ._principal import InvalidPrincipal, check_principal, parse_denial
 from ._render import Outcome, span_attributes
 from ._result import MAX_CHANGES, ChangedPath, ToolState, VshResult, bound_text
+from ._signing import VshApprovalError
 from ._spans import open_span
 from ._transaction import Transactions
 

@@ -14,7 +14,7 @@ from pydantic_ai.capabilities import Capability
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
 from .._hooks import Judge, JudgeHook
-from ._bindings import ApprovalStore, VshApprovalError, args_digest, response_digest
+from ._bindings import ApprovalStore, args_digest, response_digest
 from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._config import ALL_TOOLS, ApprovalMode, JudgeScope, ToolName, ToolsetConfig
 from ._deferred import DeferredFlow, RecordsFailed
@@ -26,6 +26,7 @@ from ._quarantine import Quarantine
 from ._records import CallRecords
 from ._render import span_attributes
 from ._result import OutputLimits, VshResult
+from ._signing import VshApprovalError
 from ._spans import open_span
 from ._tools import FileTools
 from ._transaction import Transactions

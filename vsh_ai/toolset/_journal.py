@@ -37,11 +37,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 
-from ._bindings import SignedRecords, VshApprovalError
 from ._driver import now_ms
 from ._files import describe
 from ._principal import quoted
 from ._result import VshResult
+from ._signing import SignedRecords, VshApprovalError
 
 __all__ = (
     "CURRENT_CALL",

@@ -14,9 +14,9 @@ from pathlib import Path
 import vsh
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ._bindings import SignedRecords, VshApprovalError
 from ._driver import now_ms
 from ._files import create_exclusively, describe, read_state_file, write_atomically
+from ._signing import SignedRecords, VshApprovalError
 
 __all__ = (
     "IDENTITY_FILE",
