@@ -41,7 +41,7 @@ import vsh
 from vsh_ai import Evidence, as_hook
 from vsh_ai._judge_files import load_judge
 from vsh_ai._simulate import simulate
-from vsh_ai.analysis import _config, _secrets
+from vsh_ai.analysis import _changes, _config, _secrets
 from vsh_ai.rules import (
     AllowConfig,
     AllowPaths,
@@ -51,6 +51,7 @@ from vsh_ai.rules import (
     NoSecrets,
     ProtectedReads,
     RuleSet,
+    _base,
 )
 from vsh_ai.rules._base import net_changes, secret_reads
 
@@ -123,8 +124,16 @@ class Timing:
 
 # Result caches that carry analysis from one decision to the next (compiled patterns are
 # not listed: they stay warm, as in a long-running process). Per-evidence memos need no
-# clearing: every timed decision gets a fresh copy of the evidence.
-_RESULT_CACHES = ((_config, "_PARSED"), (_config, "_FLAT"))
+# clearing: every timed decision gets a fresh copy of the evidence. Caches of earlier
+# versions are listed too (absent ones are skipped), so a run on an older checkout is cold
+# in the same way.
+_RESULT_CACHES = (
+    (_config, "_PARSED"),
+    (_config, "_FLAT"),
+    (_secrets, "_FOUND"),
+    (_changes, "_CACHE"),
+    (_base, "_SECRET_BLOBS"),
+)
 
 
 def cold_caches() -> None:
@@ -133,7 +142,9 @@ def cold_caches() -> None:
         cache = getattr(module, name, None)
         if cache is not None:
             cache.clear()
-    _secrets.clear_cache()  # secret findings, remembered by content digest
+    clear = getattr(_secrets, "clear_cache", None)
+    if clear is not None:
+        clear()  # secret findings, remembered by content digest
 
 
 def fresh(evidence: Evidence, count: int) -> list[Evidence]:

@@ -12,6 +12,11 @@ hides, and the key a config rule parses is the key the packet shows.
 - dependencies: :func:`parse_dependency_file`, :func:`compare_manifests` (packaging, node-semver)
 - Python: :func:`code_changes` (facts from ``ast``)
 - provenance: :func:`unshared_paths` (bytes that were ever at an unshared path stay unshared)
+- once per evidence: :func:`._memo.analysis_of` (text, lines, added lines, net changes,
+  secret reads, manifests; secret findings are remembered by content digest, so every
+  rule, the read rule, redaction and the packet share one scan, across copies too)
+- line pairing: :func:`._diff.line_opcodes` (difflib's pairing where cheap, bounded time
+  on any input); many glob sets in one matcher: :class:`._globs.GlobTable`
 """
 
 from ._changes import NetChange, NetKind, destructive_edit, net_changes
