@@ -269,3 +269,19 @@ def test_rule_sets_compile_their_globs_once() -> None:
     assert (("**",), False) in sets  # no_secrets
     assert any(ic for _, ic in sets)
     assert any(not ic for _, ic in sets)
+
+
+def test_a_glob_table_pickles_as_its_sets() -> None:
+    import copy
+    import pickle
+
+    from vsh_ai._judge_files import load_judge
+
+    table = _globs.GlobTable([(("**/.env", "docs/**"), True), (("*.md",), False)])
+    for other in (pickle.loads(pickle.dumps(table)), copy.deepcopy(table)):
+        assert other.sets == table.sets
+        assert other.first(("**/.env", "docs/**"), "A/.ENV", ignore_case=True) == "**/.env"
+    judge = load_judge("repo-maintenance", skip_llm=True)
+    again = pickle.loads(pickle.dumps(judge))  # durable engines pickle what crosses a step
+    assert again.digest == judge.digest  # type: ignore[union-attr]
+    assert again._globs.sets == judge._globs.sets  # type: ignore[union-attr]

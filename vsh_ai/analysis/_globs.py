@@ -300,6 +300,10 @@ class GlobTable:
     def sets(self) -> tuple[GlobSet, ...]:
         return tuple(self._built.index)
 
+    def __reduce__(self) -> tuple[type[GlobTable], tuple[tuple[GlobSet, ...]], dict[str, int]]:
+        """Pickled (and deep-copied) as its glob sets: the RE2 sets are built again."""
+        return GlobTable, (self.sets,), {"_rows": self._rows}
+
     def add(self, sets: Iterable[tuple[Sequence[str], bool]]) -> None:
         """Add glob sets (each glob validated, as :func:`check_globs` does)."""
         with self._lock:
