@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -73,10 +74,18 @@ def response_digest(ctx: RunContext[Any]) -> str:
     (also after a JSON round trip of the history, or a durable engine's replay), while a
     new conversation that reuses the call id has another response. See
     :func:`conversation_digest`.
+
+    A durable engine's run context may not carry the messages (Temporal's activities
+    serialise only some fields and raise on the rest): then "" too, and the binding is
+    keyed by the call id and arguments, as before conversations were.
     """
     if ctx.tool_call_id is None:
         return ""
-    return conversation_digest(ctx.messages, ctx.tool_call_id)
+    try:
+        messages = ctx.messages
+    except UserError:  # e.g. TemporalRunContext inside an activity
+        return ""
+    return conversation_digest(messages, ctx.tool_call_id)
 
 
 def conversation_digest(messages: Sequence[ModelMessage], tool_call_id: str) -> str:
