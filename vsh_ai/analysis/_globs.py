@@ -286,16 +286,6 @@ class GlobTable:
         self._built = _Build(())
         self.add(sets)
 
-    def __getstate__(self) -> dict[str, object]:
-        """Pickle without the lock (a toolset pickles its judge as configuration)."""
-        state = dict(self.__dict__)
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._lock = Lock()
-
     @property
     def sets(self) -> tuple[GlobSet, ...]:
         return tuple(self._built.index)
