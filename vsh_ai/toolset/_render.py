@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -375,6 +375,3 @@ def _jsonable(value: object) -> Any:
         return value
     return repr(value)
 
-
-def changes_of(pairs: Sequence[tuple[str, str]]) -> tuple[ChangedPath, ...]:
-    return tuple(ChangedPath(path=path, kind=kind) for path, kind in pairs)
