@@ -432,6 +432,9 @@ def _parse_yaml(
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_TRUE_FALSE = frozenset(("true", "false"))
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
 )
@@ -445,10 +448,10 @@ def _tree(loader: Any, node: yaml.Node) -> Any:
     """The safe loader's value for an alias-free document, built directly (no generators).
 
     What the loader's ``construct_document`` gives for the same nodes: its own scalar
-    constructors, its mapping rules (:meth:`_Rules.flatten_mapping`: duplicates, merge keys,
-    ``on:`` keys) and unhashable keys refused. Only for text without ``*`` (no alias, so
-    no node is shared or recursive); any other tag, or any error, goes back to the loader,
-    which then reports exactly what it always did.
+    constructors and its mapping rules (:meth:`_Rules.flatten_mapping`: ``on:`` and ``=``
+    keys are names). Only for text without ``*`` (no alias, so no node is shared or
+    recursive); merge keys, non-scalar keys, other tags, duplicates and any error go back
+    to the loader, which then reads them and reports exactly what it always did.
     """
     if isinstance(node, yaml.ScalarNode):
         if node.tag not in _SCALAR_TAGS:
@@ -460,11 +463,24 @@ def _tree(loader: Any, node: yaml.Node) -> Any:
         return [_tree(loader, child) for child in node.value]
     if not isinstance(node, yaml.MappingNode) or node.tag != _MAP_TAG:
         raise _Unusual(node.tag)
-    loader.flatten_mapping(node)
+    # _Rules.flatten_mapping's rules for a mapping of scalar keys without merge keys (any
+    # other mapping, and any duplicate, is the loader's to read and to word).
+    constructors = loader.yaml_constructors
+    seen: set[tuple[type, Any]] = set()
     mapping: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = _tree(loader, key_node)
-        hash(key)  # unhashable: the loader says so, in its words
+        tag = key_node.tag
+        if not isinstance(key_node, yaml.ScalarNode) or tag == _MERGE_TAG:
+            raise _Unusual(tag)
+        if tag == _VALUE_TAG or (tag == _BOOL_TAG and key_node.value.lower() not in _TRUE_FALSE):
+            tag = _STR_TAG  # '=' and 'on:' are names, not values
+        elif tag not in _SCALAR_TAGS:
+            raise _Unusual(tag)
+        key = constructors[tag](loader, key_node)
+        typed = (type(key), key)
+        if typed in seen:  # unhashable keys raise here too
+            raise _Unusual("duplicate key")
+        seen.add(typed)
         mapping[key] = _tree(loader, value_node)
     return mapping
 
