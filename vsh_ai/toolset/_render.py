@@ -374,4 +374,3 @@ def _jsonable(value: object) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return repr(value)
-
