@@ -85,6 +85,28 @@ def _not_regular(path: Path, mode: int) -> StateFileError:
     )
 
 
+def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` that never follows a symlink, never blocks, and returns only a regular
+    file's descriptor (anything else raises :class:`StateFileError`; a missing file its
+    ``FileNotFoundError``)."""
+    try:
+        fd = os.open(path, flags, mode)
+    except IsADirectoryError:
+        raise _not_regular(path, stat.S_IFDIR) from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _symlink(path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, info.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _symlink(path: Path) -> StateFileError:
     return StateFileError(
         path,
@@ -101,17 +123,10 @@ def read_state_file(path: Path, *, limit: int = MAX_STATE_BYTES) -> bytes | None
     any other failure raises the ``OSError`` it is.
     """
     try:
-        fd = os.open(path, _READ)
+        fd = _open_regular(path, _READ)
     except FileNotFoundError:
         return None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise _symlink(path) from None
-        raise
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(fd, 1 << 16):
@@ -135,18 +150,8 @@ def locked(path: Path, *, timeout: float) -> Iterator[None]:
     :class:`StateFileError`; other failures (a read-only folder, ...) their ``OSError``.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = _open_regular(path, _LOCK, 0o600)
     try:
-        fd = os.open(path, _LOCK, 0o600)
-    except IsADirectoryError:
-        raise _not_regular(path, stat.S_IFDIR) from None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise _symlink(path) from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
         deadline = time.monotonic() + timeout
         pause = 0.002
         while True:

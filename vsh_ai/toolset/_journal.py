@@ -145,8 +145,10 @@ class CommitJournal(SignedRecords):
         return self.mac(entry.signed_payload())
 
     @contextlib.contextmanager
-    def _unavailable(self, doing: str) -> Iterator[None]:
-        """Any failure below becomes :class:`JournalUnavailable` (naming the problem)."""
+    def _unavailable(self, doing: str, *, signatures: bool = True) -> Iterator[None]:
+        """``OSError`` becomes :class:`JournalUnavailable` (naming the problem); so does a
+        signature problem when ``signatures`` (else it stays :class:`VshApprovalError`,
+        and the caller says "modified outside vsh-ai")."""
         try:
             yield
         except OSError as error:
@@ -155,6 +157,8 @@ class CommitJournal(SignedRecords):
                 f"({describe(error, self.directory)})"
             ) from None
         except VshApprovalError as error:  # forged, foreign, conflicting, no key: stop
+            if not signatures:
+                raise
             raise JournalUnavailable(str(error)) from None
 
     def _record(self, entry: JournalEntry, *, durable: bool, done_wins: bool) -> JournalEntry:
@@ -290,7 +294,7 @@ class CommitJournal(SignedRecords):
         for this call. Of the record's two copies the newer is used.
         """
         path = self.path_for(key)
-        with self._unavailable_io("read"):
+        with self._unavailable("read", signatures=False):
             entry = self._read_record(
                 path,
                 JournalEntry.model_validate_json,
@@ -318,18 +322,6 @@ class CommitJournal(SignedRecords):
         if not hmac.compare_digest(entry.args_digest, digest):
             raise JournalConflict(key, path)
         return entry
-
-    @contextlib.contextmanager
-    def _unavailable_io(self, doing: str) -> Iterator[None]:
-        """``OSError`` becomes :class:`JournalUnavailable`; signature problems stay
-        :class:`VshApprovalError` (the caller says "modified outside vsh-ai")."""
-        try:
-            yield
-        except OSError as error:
-            raise JournalUnavailable(
-                f"cannot {doing} the commit journal in {self.directory} "
-                f"({describe(error, self.directory)})"
-            ) from None
 
 
 @dataclass(frozen=True, slots=True)
