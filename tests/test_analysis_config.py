@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vsh_ai.analysis import _config
+from vsh_ai.analysis import _config, _config_yaml
 from vsh_ai.analysis._config import (
     MISSING,
     ConfigSyntaxError,
@@ -126,8 +126,8 @@ def test_two_spellings_of_one_key_path_are_refused(yaml_loader: Any) -> None:
 @pytest.fixture(params=["libyaml", "pure"])
 def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run a YAML test on libyaml's loader (the default when present) and the pure one."""
-    loader = _config._PureLoader if request.param == "pure" else _config._Loader
-    monkeypatch.setattr(_config, "_Loader", loader)
+    loader = _config_yaml._PureLoader if request.param == "pure" else _config_yaml._Loader
+    monkeypatch.setattr(_config_yaml, "_Loader", loader)
     _config._PARSED.clear()  # parsed trees are cached by content, not by loader
     yield loader
     _config._PARSED.clear()
@@ -269,9 +269,9 @@ def test_yaml_loaders_agree_when_both_read(pieces: list[str]) -> None:
     # whatever both read, they read the same.
     text = "".join(pieces)
     results = []
-    for loader in (_config._PureLoader, _config._Loader):
+    for loader in (_config_yaml._PureLoader, _config_yaml._Loader):
         try:
-            results.append(repr(_config._parse_yaml(text, loader)))
+            results.append(repr(_config_yaml.parse_yaml(text, loader)))
         except Exception:  # parse_config turns every parser failure into ConfigSyntaxError
             results.append(None)
     if None not in results:
@@ -282,9 +282,9 @@ def test_yaml_libyaml_is_used_when_present() -> None:
     import yaml
 
     if yaml.__with_libyaml__:
-        assert issubclass(_config._Loader, yaml.CSafeLoader)
+        assert issubclass(_config_yaml._Loader, yaml.CSafeLoader)
     else:  # pragma: no cover
-        assert _config._Loader is _config._PureLoader
+        assert _config_yaml._Loader is _config_yaml._PureLoader
 
 
 # -- other formats -------------------------------------------------------------------
@@ -658,14 +658,14 @@ def test_yaml_size_check_is_skipped_only_when_it_cannot_fail(parts: list[str]) -
     import yaml
 
     text = "x: " + "".join(parts)
-    if not _config._cannot_explode(text):
+    if not _config_yaml._cannot_explode(text):
         return
-    loader = _config._Loader(text)
+    loader = _config_yaml._Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                _config._check_size(node)  # raises if the skip were wrong
+                _config_yaml._check_size(node)  # raises if the skip were wrong
     except yaml.YAMLError:
         pass  # not YAML: parse_config refuses it anyway
     finally:
@@ -674,7 +674,7 @@ def test_yaml_size_check_is_skipped_only_when_it_cannot_fail(parts: list[str]) -
 
 def _outcome(text: str, *, direct: bool) -> str:
     try:
-        return repr(_config._parse_yaml(text, direct=direct))
+        return repr(_config_yaml.parse_yaml(text, direct=direct))
     except Exception as error:  # the same failure, in the same words
         return f"{type(error).__name__}: {error}"
 

@@ -142,7 +142,7 @@ def test_name_globs_on_long_names() -> None:
 
 def _reference(pattern: str, key: str) -> bool:
     """The recursive matcher key_matches replaced (exact, polynomial in the key's depth)."""
-    from vsh_ai.analysis._config import _segments
+    from vsh_ai.analysis._config_keys import _segments
 
     @cache
     def match(p: int, k: int) -> bool:

@@ -1,0 +1,244 @@
+"""YAML with PyYAML's safe loader: duplicate keys refused, spec-order merge keys, alias
+bombs and deep flow nesting refused, ``on:`` keys as names (see :mod:`._config`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ._config_types import ConfigSyntaxError, line_of
+
+__all__ = ("parse_yaml",)
+
+# YAML
+
+_MAX_YAML_NODES = 100_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+_MAX_FLOW_DEPTH = 100
+
+
+class _Rules:
+    """Duplicate keys refused and spec-order merge keys (mixed into both loaders)."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        explicit: list[tuple[yaml.Node, yaml.Node]] = []
+        merges: list[yaml.Node] = []
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                if merges:
+                    raise _marked("duplicate merge key '<<'", key_node)
+                merges = (
+                    list(value_node.value)
+                    if isinstance(value_node, yaml.SequenceNode)
+                    else [value_node]
+                )
+                continue
+            if key_node.tag == "tag:yaml.org,2002:value":
+                key_node.tag = "tag:yaml.org,2002:str"
+            if key_node.tag == _BOOL_TAG and key_node.value.lower() not in ("true", "false"):
+                key_node.tag = "tag:yaml.org,2002:str"  # 'on:' is a name, not True
+            key = self._hashable_key(key_node)
+            if key in seen:
+                raise _marked(f"duplicate key {key[1]!r}", key_node)
+            seen[key] = key_node
+            explicit.append((key_node, value_node))
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        for source in merges:  # earlier mappings win over later ones, explicit keys over all
+            if not isinstance(source, yaml.MappingNode):
+                raise _marked(f"a merge key needs mappings, found {type(source).__name__}", source)
+            self.flatten_mapping(source)
+            for key_node, value_node in source.value:
+                key = self._hashable_key(key_node)
+                if key not in seen:
+                    seen[key] = key_node
+                    merged.append((key_node, value_node))
+        node.value = merged + explicit
+
+    def _hashable_key(self, key_node: yaml.Node) -> tuple[type, Any]:
+        key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+        try:
+            hash(key)
+        except TypeError:
+            raise _marked("a mapping key must be a scalar", key_node) from None
+        return (type(key), key)
+
+
+class _PureLoader(_Rules, yaml.SafeLoader):
+    """The pure-Python loader (used when PyYAML was built without libyaml)."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        # PyYAML's scanner is quadratic in flow depth (stale_possible_simple_keys walks
+        # every level per token): refuse early what _check_size would refuse anyway.
+        if self.flow_level >= _MAX_FLOW_DEPTH:
+            mark = self.get_mark()
+            raise ConfigSyntaxError(
+                f"yaml: flow collections nest deeper than {_MAX_FLOW_DEPTH} levels "
+                f"(line {mark.line + 1}, column {mark.column + 1})"
+            )
+        super().fetch_flow_collection_start(TokenClass)
+
+
+_Loader: type[_PureLoader | yaml.CSafeLoader]
+if getattr(yaml, "__with_libyaml__", False):
+
+    class _CLoader(_Rules, yaml.CSafeLoader):
+        """The same rules on libyaml's parser (about 2.5 times faster)."""
+
+    _Loader = _CLoader
+else:  # pragma: no cover - PyYAML without libyaml
+    _Loader = _PureLoader
+
+
+def _marked(message: str, node: yaml.Node) -> ConfigSyntaxError:
+    mark = node.start_mark
+    return ConfigSyntaxError(f"yaml: {message} (line {mark.line + 1}, column {mark.column + 1})")
+
+
+def _cannot_explode(text: str) -> bool:
+    """True when no document of ``text`` can fail :func:`_check_size` (so it is skipped).
+
+    Without a ``*`` there is no alias (nothing shared, nothing recursive); a text of fewer
+    than a quarter of the node limit in characters has fewer nodes than the limit (a node
+    takes at least one character, an implicit null value excepted); flow collections nest
+    no deeper than twice the number of ``[`` and ``{`` in the text (``[a: b]`` is a
+    sequence holding a mapping).
+    """
+    return (
+        "*" not in text
+        and len(text) <= _MAX_YAML_NODES // 4
+        and 2 * (text.count("[") + text.count("{")) <= _MAX_FLOW_DEPTH
+    )
+
+
+def _check_size(root: yaml.Node) -> None:
+    """Refuse alias bombs, recursive aliases and deep flow nesting before construction."""
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (nodes, flow collections nested here)
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return 1, 0  # a leaf (no alias can recurse through it): no bookkeeping
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if id(node) in active:
+            raise _marked("recursive alias", node)
+        active.add(id(node))
+        total = 1
+        inner = 0
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        for child in children:
+            child_total, child_flow = size(child)
+            total += child_total
+            inner = max(inner, child_flow)
+        flow = inner + 1 if isinstance(node, yaml.CollectionNode) and node.flow_style else 0
+        active.discard(id(node))
+        if total > _MAX_YAML_NODES:
+            raise _marked(f"document expands to more than {_MAX_YAML_NODES} nodes", node)
+        if flow > _MAX_FLOW_DEPTH:
+            raise _marked(f"flow collections nest deeper than {_MAX_FLOW_DEPTH} levels", node)
+        sizes[id(node)] = (total, flow)
+        return total, flow
+
+    size(root)
+
+
+def parse_yaml(
+    text: str,
+    loader_class: type[_PureLoader | yaml.CSafeLoader] | None = None,
+    *,
+    direct: bool = True,
+) -> Any:
+    bom = text.find("\ufeff")
+    if bom >= 0:  # libyaml and PyYAML read a byte order mark inside the text differently
+        raise ConfigSyntaxError(
+            f"yaml: a byte order mark inside the text (line {line_of(text, bom)})"
+        )
+    plain = _cannot_explode(text)  # no alias: nothing to check, every document a tree
+    loader = (loader_class or _Loader)(text)
+    try:
+        documents: list[Any] = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node said there is one
+                break
+            if not plain:
+                _check_size(node)
+                documents.append(loader.construct_document(node))
+            elif direct:
+                try:
+                    documents.append(_tree(loader, node))
+                except Exception:  # anything unusual: the loader's own way, from the start
+                    loader.dispose()
+                    return parse_yaml(text, loader_class, direct=False)
+            else:
+                documents.append(loader.construct_document(node))
+    finally:
+        loader.dispose()
+    if not documents:
+        return None
+    return documents[0] if len(documents) == 1 else documents
+
+
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_TRUE_FALSE = frozenset(("true", "false"))
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
+)
+
+
+class _Unusual(Exception):
+    """A node the direct construction leaves to the loader (a tag it does not know)."""
+
+
+def _tree(loader: Any, node: yaml.Node) -> Any:
+    """The safe loader's value for an alias-free document, built directly (no generators).
+
+    What the loader's ``construct_document`` gives for the same nodes: its own scalar
+    constructors and its mapping rules (:meth:`_Rules.flatten_mapping`: ``on:`` and ``=``
+    keys are names). Only for text without ``*`` (no alias, so no node is shared or
+    recursive); merge keys, non-scalar keys, other tags, duplicates and any error go back
+    to the loader, which then reads them and reports exactly what it always did.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag not in _SCALAR_TAGS:
+            raise _Unusual(node.tag)
+        return loader.yaml_constructors[node.tag](loader, node)
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != _SEQ_TAG:
+            raise _Unusual(node.tag)
+        return [_tree(loader, child) for child in node.value]
+    if not isinstance(node, yaml.MappingNode) or node.tag != _MAP_TAG:
+        raise _Unusual(node.tag)
+    # _Rules.flatten_mapping's rules for a mapping of scalar keys without merge keys (any
+    # other mapping, and any duplicate, is the loader's to read and to word).
+    constructors = loader.yaml_constructors
+    seen: set[tuple[type, Any]] = set()
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        tag = key_node.tag
+        if not isinstance(key_node, yaml.ScalarNode) or tag == _MERGE_TAG:
+            raise _Unusual(tag)
+        if tag == _VALUE_TAG or (tag == _BOOL_TAG and key_node.value.lower() not in _TRUE_FALSE):
+            tag = _STR_TAG  # '=' and 'on:' are names, not values
+        elif tag not in _SCALAR_TAGS:
+            raise _Unusual(tag)
+        key = constructors[tag](loader, key_node)
+        typed = (type(key), key)
+        if typed in seen:  # unhashable keys raise here too
+            raise _Unusual("duplicate key")
+        seen.add(typed)
+        mapping[key] = _tree(loader, value_node)
+    return mapping
