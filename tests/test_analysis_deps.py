@@ -14,8 +14,6 @@ from vsh_ai.analysis._deps import (
     MAX_LOCK_FILE_BYTES,
     MAX_REQUIREMENT_LINES,
     DependencySyntaxError,
-    _requirement,
-    _requirement_line,
     compare_locks,
     compare_manifests,
     file_kind,
@@ -29,6 +27,7 @@ from vsh_ai.analysis._deps import (
     pep440_subset,
     satisfies,
 )
+from vsh_ai.analysis._deps_pip import _requirement, _requirement_line
 
 
 def parse(path: str, text: str):  # type: ignore[no-untyped-def]

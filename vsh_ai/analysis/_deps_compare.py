@@ -1,0 +1,391 @@
+"""Two parses of a dependency file compared: dependency, option and lock entry changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import nodesemver  # type: ignore[import-untyped]
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ._deps_model import _NPM_OVERRIDES, Dependency, LockEntry, Manifest, marker_never_holds
+from ._deps_ranges import (
+    Ecosystem,
+    _intervals,
+    _lowest,
+    is_newer,
+    major_of,
+    npm_range_subset,
+    pep440_subset,
+)
+
+HashState = Literal["none", "kept", "replaced", "removed", "added"]
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyChange:
+    """One dependency added, removed or changed between two versions of a manifest."""
+
+    section: str
+    name: str
+    before: Dependency | None
+    after: Dependency | None
+
+    @property
+    def kind(self) -> Literal["added", "removed", "changed"]:
+        if self.before is None:
+            return "added"
+        return "removed" if self.after is None else "changed"
+
+    def _same(self, field: str) -> bool:
+        """Both sides exist and agree on ``field``."""
+        if self.before is None or self.after is None:
+            return False
+        return bool(getattr(self.before, field) == getattr(self.after, field))
+
+    @property
+    def same_source(self) -> bool:
+        return self._same("source")
+
+    @property
+    def same_extras(self) -> bool:
+        return self._same("extras")
+
+    @property
+    def same_marker(self) -> bool:
+        return self._same("marker")
+
+    @property
+    def same_options(self) -> bool:
+        return self._same("options")
+
+    @property
+    def hashes(self) -> HashState:
+        old = self.before.hashes if self.before else ()
+        new = self.after.hashes if self.after else ()
+        if not old:
+            return "added" if new else "none"
+        if not new:
+            return "removed"
+        return "kept" if set(old) <= set(new) else "replaced"
+
+    @property
+    def old_pin(self) -> str | None:
+        return self.before.pin if self.before else None
+
+    @property
+    def new_pin(self) -> str | None:
+        return self.after.pin if self.after else None
+
+    @property
+    def ecosystem(self) -> Ecosystem:
+        dep = self.after or self.before
+        assert dep is not None
+        return dep.ecosystem
+
+    @property
+    def newer(self) -> bool | None:
+        """Exact pin -> strictly newer exact pin."""
+        if self.old_pin is None or self.new_pin is None:
+            return None
+        return is_newer(self.ecosystem, self.old_pin, self.new_pin)
+
+    @property
+    def major_bump(self) -> bool:
+        if self.old_pin is None or self.new_pin is None:
+            return False
+        old, new = major_of(self.ecosystem, self.old_pin), major_of(self.ecosystem, self.new_pin)
+        return old is None or new is None or old != new
+
+    @property
+    def narrowed(self) -> bool | None:
+        """The new range admits only versions the old one did (None: cannot tell)."""
+        if self.before is None or self.after is None:
+            return None
+        if self.before.source is not None or self.after.source is not None:
+            return None
+        if self.ecosystem == "npm":
+            return npm_range_subset(self.after.spec, self.before.spec)
+        return pep440_subset(self.after.spec, self.before.spec)
+
+    @property
+    def loosened(self) -> bool:
+        """The new range lets in versions the old one kept out, other than by an upgrade.
+
+        An exact pin that became a range (or nothing), a lower bound that moved down, an
+        upper bound that was dropped, or a range that cannot be parsed. An exact pin moved
+        to another exact pin is not loosened (see :attr:`newer` for the direction);
+        ``^4.17.20`` -> ``^5.0.0`` is an upgrade, not a loosening.
+        """
+        if self.before is None or self.after is None or self.after.source is not None:
+            return False
+        if self.before.source is not None:
+            return False
+        if self.new_pin is not None:
+            return False
+        if self.old_pin is not None:
+            return True
+        if self.narrowed is True:
+            return False
+        old, new = (
+            _intervals(self.ecosystem, self.before.spec),
+            _intervals(self.ecosystem, self.after.spec),
+        )
+        if old is None or new is None or not new:
+            return new is None or old is None
+        old_low, new_low = _lowest(old), _lowest(new)
+        if new_low is None and old_low is not None:
+            return True
+        if new_low is not None and old_low is not None and new_low < old_low:
+            return True
+        return any(i[2] is None for i in new) and all(i[2] is not None for i in old)
+
+    @property
+    def disabled(self) -> bool:
+        """A marker that holds nowhere now drops a package that was installed before."""
+        if self.after is None or self.after.marker is None:
+            return False
+        before_off = (
+            self.before is not None
+            and self.before.marker is not None
+            and (marker_never_holds(self.before.marker))
+        )
+        return not before_off and marker_never_holds(self.after.marker)
+
+    @property
+    def disabled_on_linux(self) -> bool:
+        """A changed marker now drops a package on Linux (where CI and servers run)."""
+        if self.before is None or self.after is None or self.after.marker is None:
+            return False
+        if self.before.marker == self.after.marker:
+            return False
+        was_on = self.before.marker is None or not marker_never_holds(
+            self.before.marker, platforms=("linux",)
+        )
+        return was_on and marker_never_holds(self.after.marker, platforms=("linux",))
+
+    def bump_problems(self, *, allow_major: bool) -> list[str]:
+        """Why this is not "an exact pin moved to a strictly newer exact version" ([] if it is)."""
+        where = f"{self.name} ({self.section})"
+        if self.before is None:
+            return [f"{where} is a new package"]
+        if self.after is None:
+            return [f"{where} was removed"]
+        problems: list[str] = []
+        if not self.same_source:
+            problems.append(f"{where} changes its source")
+        if not self.same_extras:
+            problems.append(
+                f"{where} changes extras {list(self.before.extras)} -> {list(self.after.extras)}"
+            )
+        if not self.same_marker:
+            problems.append(f"{where} changes its environment marker")
+        if not self.same_options:
+            problems.append(f"{where} changes its per-line installer options")
+        if self.hashes == "removed":
+            problems.append(f"{where} drops its --hash values")
+        elif self.hashes == "added":
+            problems.append(f"{where} gains --hash values it did not have")
+        if self.old_pin is None:
+            problems.append(f"{where} was not pinned exactly before ({self.before.spec or 'any'})")
+        elif self.new_pin is None:
+            problems.append(
+                f"{where} is no longer an exact pin ({self.before.spec} -> "
+                f"{self.after.spec or self.after.source or 'any'})"
+            )
+        elif self.newer is not True:
+            problems.append(
+                f"{where} does not move to a newer version ({self.old_pin} -> {self.new_pin})"
+            )
+        elif self.major_bump and not allow_major:
+            problems.append(f"{where} is a major upgrade ({self.old_pin} -> {self.new_pin})")
+        return problems
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestDiff:
+    """What changed between two parses of the same dependency file."""
+
+    changes: tuple[DependencyChange, ...]
+    options_added: tuple[str, ...]
+    options_removed: tuple[str, ...]
+    other_keys: tuple[str, ...]
+    scripts_added: tuple[str, ...]
+    scripts_changed: tuple[str, ...]
+
+
+def compare_manifests(before: Manifest, after: Manifest) -> ManifestDiff:
+    """Dependencies added/removed/changed, options and scripts, other changed keys."""
+    old, new = before.by_key(), after.by_key()
+    changes = tuple(
+        DependencyChange(key[0], key[1].partition("#")[0], old.get(key), new.get(key))
+        for key in sorted(old.keys() | new.keys())
+        if old.get(key) != new.get(key) and not _same_dep(old.get(key), new.get(key))
+    )
+    old_opts, new_opts = set(before.options), set(after.options)
+    other = tuple(
+        sorted(
+            k
+            for k in before.rest.keys() | after.rest.keys()
+            if before.rest.get(k) != after.rest.get(k)
+        )
+    )
+    return ManifestDiff(
+        changes,
+        tuple(sorted(new_opts - old_opts)),
+        tuple(sorted(old_opts - new_opts)),
+        other,
+        tuple(sorted(after.scripts.keys() - before.scripts.keys())),
+        tuple(
+            sorted(
+                k
+                for k in after.scripts.keys() & before.scripts.keys()
+                if after.scripts[k] != before.scripts[k]
+            )
+        ),
+    )
+
+
+def _same_dep(a: Dependency | None, b: Dependency | None) -> bool:
+    """Equal but for position and spelling (line numbers, raw text)."""
+    if a is None or b is None:
+        return False
+    return (
+        a.ecosystem,
+        a.section,
+        a.name,
+        a.spec,
+        a.extras,
+        a.marker,
+        a.source,
+        a.hashes,
+        a.options,
+    ) == (b.ecosystem, b.section, b.name, b.spec, b.extras, b.marker, b.source, b.hashes, b.options)
+
+
+@dataclass(frozen=True, slots=True)
+class LockChange:
+    """One lock entry added, removed or changed."""
+
+    key: str
+    before: LockEntry | None
+    after: LockEntry | None
+
+    @property
+    def name(self) -> str:
+        entry = self.after or self.before
+        assert entry is not None
+        return entry.name
+
+    def problems(self, ecosystem: Ecosystem, *, allow_major: bool) -> list[str]:
+        """Why this is not a same-source upgrade of an existing entry ([] if it is)."""
+        where = f"lock entry {self.key or '<root>'}"
+        if self.before is None:
+            return [f"{where} is new"]
+        if self.after is None:
+            return [f"{where} was removed"]
+        if self.key in ("", "<project>"):
+            return [f"{where} (the project's own requirements) changed"]
+        problems: list[str] = []
+        if self.before.source != self.after.source:
+            problems.append(f"{where} changes its source")
+        if self.after.install_script and not self.before.install_script:
+            problems.append(f"{where} gains an install script")
+        if self.before.integrity and not self.after.integrity:
+            problems.append(f"{where} drops its integrity hashes")
+        old, new = self.before.version, self.after.version
+        if old is None or new is None:
+            problems.append(f"{where} has no version")
+        elif old != new:
+            newer = is_newer(ecosystem, old, new)
+            if newer is not True:
+                problems.append(f"{where} does not move to a newer version ({old} -> {new})")
+            elif major_of(ecosystem, old) != major_of(ecosystem, new) and not allow_major:
+                problems.append(f"{where} is a major upgrade ({old} -> {new})")
+            elif self.before.integrity == self.after.integrity:
+                problems.append(f"{where} changes version but keeps the old integrity hash")
+        elif self.before.integrity != self.after.integrity:
+            problems.append(f"{where} changes its integrity hash without a new version")
+        return problems
+
+
+def compare_locks(before: Manifest, after: Manifest) -> tuple[LockChange, ...]:
+    keys = sorted(before.locked.keys() | after.locked.keys())
+    return tuple(
+        LockChange(k, before.locked.get(k), after.locked.get(k))
+        for k in keys
+        if before.locked.get(k) != after.locked.get(k)
+    )
+
+
+def lock_entry_for(lock: Manifest, name: str) -> LockEntry | None:
+    """The top-level lock entry of a package (``node_modules/x`` or the name)."""
+    if lock.kind == "package-lock":
+        return lock.locked.get(f"node_modules/{name}")
+    return lock.locked.get(canonicalize_name(name))
+
+
+def lock_mismatches(
+    manifest: Manifest, lock: Manifest, *, names: set[str] | None = None
+) -> list[str]:
+    """Exact manifest pins whose lock entry has another version, and lock roots that differ.
+
+    ``names`` limits the check to those packages (e.g. the ones a change moved).
+    """
+    problems: list[str] = []
+    for dep in manifest.dependencies:
+        if names is not None and dep.name not in names:
+            continue
+        pin = dep.pin
+        if pin is None or dep.section in _NPM_OVERRIDES:
+            continue
+        entry = lock_entry_for(lock, dep.name)
+        if entry is None:
+            if lock.kind != "package-lock" or dep.section != "peerDependencies":
+                problems.append(f"{dep.name} {pin} has no entry in {lock.path}")
+            continue
+        if entry.version is None or (
+            entry.version != pin
+            and is_newer(dep.ecosystem, entry.version, pin) is not None
+            and not _same_version(dep.ecosystem, entry.version, pin)
+        ):
+            problems.append(
+                f"{dep.name}: {manifest.path} pins {pin}, {lock.path} has {entry.version}"
+            )
+    if lock.dependencies:  # the lock's copy of the manifest requirements must agree
+        for dep in lock.dependencies:
+            if names is not None and dep.name not in names:
+                continue
+            if manifest.kind == "pyproject" and dep.section != "project.dependencies":
+                continue
+            match = [d for d in manifest.dependencies if d.name == dep.name]
+            if not match:
+                problems.append(
+                    f"{lock.path} requires {dep.name}, which {manifest.path} does not list"
+                )
+            elif not any(_same_spec(dep, d) for d in match):
+                problems.append(
+                    f"{dep.name}: {lock.path} records {dep.spec or dep.source}, "
+                    f"{manifest.path} declares {match[0].spec or match[0].source}"
+                )
+    return problems
+
+
+def _same_version(ecosystem: Ecosystem, a: str, b: str) -> bool:
+    try:
+        if ecosystem == "npm":
+            return bool(nodesemver.eq(a, b, False))
+        return Version(a) == Version(b)
+    except (InvalidVersion, ValueError, TypeError):
+        return a == b
+
+
+def _same_spec(a: Dependency, b: Dependency) -> bool:
+    if a.ecosystem == "npm":
+        return a.spec == b.spec and a.source == b.source
+    try:
+        return SpecifierSet(a.spec) == SpecifierSet(b.spec)
+    except InvalidSpecifier:
+        return a.spec == b.spec
