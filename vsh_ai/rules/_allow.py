@@ -33,7 +33,8 @@ from ..analysis._config import (
 )
 from ..analysis._diff import line_opcodes
 from ..analysis._memo import analysis_of
-from ..analysis._secrets import is_placeholder
+from ..analysis._tokens import credential_line as _credential_line
+from ..analysis._tokens import opaque_line as _opaque_line
 from ._base import Allowance, Claim, GlobFields, NetChange
 from ._content import compile_re2
 from ._glob import check_globs, matching
@@ -228,88 +229,6 @@ class AllowPaths(Allowance):
                 )
         what = f"{kind} of {path}" + (f" (with {change.partner})" if change.partner else "")
         return Claim(True, f"{what} matches '{glob}'")
-
-
-_OPAQUE = re.compile(r"[A-Za-z0-9+=_-]{12,}")
-
-
-def _added_lines(evidence: Evidence, path: str, data: bytes) -> tuple[tuple[int, str], ...]:
-    """``(number, line)`` of each line the change at ``path`` adds (more copies than
-    before), counted once per decision and shared by every rule that asks.
-
-    ``data``: the new bytes of ``path`` (its after-bytes, ``b""`` when it has none), text.
-    ValueError when the old side is binary.
-    """
-    memo = analysis_of(evidence)
-    if evidence.change(path) is None:
-        return tuple(enumerate(memo.lines(data), start=1))
-    lines = memo.new_lines(path)
-    if lines is None:  # a binary side; callers checked the new one, so it is the old one
-        memo.lines(evidence.before_bytes(path))  # raises ValueError
-        raise ValueError("binary content has no lines to compare")
-    return lines
-
-
-def _opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
-    """The first added line holding an opaque token (letters and digits mixed), or None."""
-    if is_binary(data):
-        return 1
-    for number, line in _added_lines(evidence, path, data):
-        for token in _OPAQUE.findall(line):
-            if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
-                return number
-    return None
-
-
-_CREDENTIAL_WORD = compile_re2(
-    r"(?i)(?:^|[^A-Za-z0-9_])(?:passwords?|passwd|passphrase|pwd|pass|secrets?|tokens?|"
-    r"api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|credentials?)(?:[^A-Za-z0-9_]|$)"
-)
-_FILLER = frozenset(("is", "was", "are", "were", "be", "set", "to", "=", ":", "-", "/", "of"))
-_VALUE_TOKEN = re.compile(r"[^\s`'\"|,;()\[\]]+")
-_ENV_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
-_WORD_HEAD = re.compile(r"[$]?[{]?[A-Za-z0-9_]+[}]?")
-_LOOKUP = re.compile(r"(?i)environ|getenv|process\.env|secrets?\.|vault|keyring")
-
-
-def _credential_value(rest: str) -> bool:
-    """Whether the text after a credential word starts with a literal value."""
-    tokens = _VALUE_TOKEN.findall(rest[:200])
-    for token in tokens[:4]:
-        word = token.strip(".:=!?*-").lstrip("@/")
-        if not word or word.lower() in _FILLER:
-            continue
-        head = _WORD_HEAD.match(word)
-        if head is not None and _ENV_NAME.fullmatch(head.group(0)):
-            return False  # an upper-case name: `PASSWORD@HOST`, `${DB_PASSWORD}`
-        if len(word) < 4 or is_placeholder(word) or _LOOKUP.search(word):
-            return False
-        return (head.group(0) if head is not None else word).lower() not in _PROSE
-    return False
-
-
-# Words after a credential word that start prose, not a value ("the token is read from").
-_PROSE_WORDS = """
-    from with that this your their each every when must should will would never only field
-    fields value values variable variables environment manager store vault file files rotation
-    policy length reset change required optional here there into using used stored handling
-    instead above below section before after which where because read kept loaded passed sent
-    generated provided given configured defined managed injected fetched rotated expires
-    expired valid invalid missing empty hashed encrypted always also then than like such what
-    have does goes and nor setting settings option options password passwords token tokens
-    secret secrets key keys credential credentials name names hash hashes prompt prompts
-    come comes live lives belong belongs need needs stay stays
-"""
-_PROSE = frozenset(_PROSE_WORDS.split())
-
-
-def _credential_line(evidence: Evidence, path: str, data: bytes) -> int | None:
-    """The first added line naming a credential with a literal value after it, or None."""
-    for number, line in _added_lines(evidence, path, data):
-        for match in _CREDENTIAL_WORD.finditer(line[:4096]):
-            if _credential_value(line[match.end() :]):
-                return number
-    return None
 
 
 def _lines(data: bytes | None) -> list[str]:
