@@ -440,11 +440,11 @@ def test_an_old_version_over_the_limit_compares_nothing() -> None:
 def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
     import gc
 
-    from vsh_ai.analysis import _python
+    from vsh_ai.analysis import _python_facts
 
     was = gc.isenabled()
     seen: list[bool] = []
-    original = _python._index
+    original = _python_facts._index
 
     def spy(tree):  # type: ignore[no-untyped-def]
         seen.append(gc.isenabled())
@@ -454,8 +454,8 @@ def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
 
     try:
         gc.enable() if enabled else gc.disable()
-        _python._index = spy
-        _python.module_facts.cache_clear()
+        _python_facts._index = spy
+        _python_facts.module_facts.cache_clear()
         assert kinds(None, "import os\nos.system('x')\n") == [("process", "os.system")]
         assert gc.isenabled() is enabled
         assert kinds(None, "x = 1\ny = 2\nz = 3\n") == [
@@ -464,17 +464,17 @@ def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
         assert gc.isenabled() is enabled
         assert seen == [False, False]
     finally:
-        _python._index = original
+        _python_facts._index = original
         gc.enable() if was else gc.disable()
 
 
 def test_token_and_dump_helpers_also_pause_garbage_collection() -> None:
     import gc
 
-    from vsh_ai.analysis import _python
+    from vsh_ai.analysis import _python, _python_layout
 
     seen: list[bool] = []
-    original = _python._parse
+    original = _python_layout._parse
 
     def spy(source):  # type: ignore[no-untyped-def]
         seen.append(gc.isenabled())
@@ -482,11 +482,11 @@ def test_token_and_dump_helpers_also_pause_garbage_collection() -> None:
 
     assert gc.isenabled()
     try:
-        _python._parse = spy
+        _python_layout._parse = spy
         assert _python.code_tokens("x = 1  # c\n") == _python.code_tokens("x  =  1\n")
         assert docstring_free_dump('"""doc"""\nx = 1\n') == docstring_free_dump("x = 1\n")
         assert _python.code_tokens("x = (\n") is None
     finally:
-        _python._parse = original
+        _python_layout._parse = original
     assert seen == [False] * 5
     assert gc.isenabled()
