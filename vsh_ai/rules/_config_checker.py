@@ -1,0 +1,220 @@
+"""Checks a file's key changes against ``may_change`` constraints (one per file)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..analysis._config import ConfigSyntaxError, flatten, typed_equal
+from ._constraints import (
+    _BOOLEANS,
+    _INTEGER,
+    _NUMBER,
+    _STRING_FORMATS,
+    ConstraintType,
+    KeyConstraint,
+    _num,
+    _version_problem,
+    short,
+)
+from ._content import compile_re2
+from ._key_patterns import list_diff, pattern_matches, split_key, subtree
+
+__all__ = ("Checker",)
+
+
+class Checker:
+    """Checks key changes against ``may_change`` (one instance per claimed file)."""
+
+    def __init__(
+        self,
+        constraints: dict[str, KeyConstraint],
+        fmt: str,
+        before: Any,
+        after: Any,
+        missing: object,
+    ) -> None:
+        self.constraints = constraints
+        self.fmt = fmt
+        self.before = before
+        self.after = after
+        self.missing = missing
+        self.checked: dict[str, tuple[bool, str]] = {}
+
+    def _match(self, key: str) -> tuple[str, str, KeyConstraint] | None:
+        """(pattern, matched key or ancestor, constraint).
+
+        A list constraint on an ancestor whose length changed decides first (its
+        indices shifted, so per-item patterns would compare different items); then the
+        key itself; then the nearest list/table/any constraint on an ancestor.
+        """
+        parts = split_key(key)
+        ancestors = [key[:end] for end, _ in reversed(parts[:-1])]
+        for ancestor in reversed(ancestors):
+            for pattern, constraint in self.constraints.items():
+                if constraint.type == "list" and pattern_matches(pattern, ancestor):
+                    segments = [s for _, s in split_key(ancestor)]
+                    old = subtree(self.before, segments, self.missing)
+                    new = subtree(self.after, segments, self.missing)
+                    if not (isinstance(old, list) and isinstance(new, list)) or len(old) != len(
+                        new
+                    ):
+                        return pattern, ancestor, constraint
+        for pattern, constraint in self.constraints.items():
+            if pattern_matches(pattern, key):
+                return pattern, key, constraint
+        for ancestor in ancestors:
+            for pattern, constraint in self.constraints.items():
+                if constraint.type in ("list", "table", "any") and pattern_matches(
+                    pattern, ancestor
+                ):
+                    return pattern, ancestor, constraint
+        return None
+
+    def check(self, key: str, before: Any, after: Any) -> tuple[bool, str]:
+        found = self._match(key)
+        if found is None:
+            return False, (
+                f"{key} changed ({self._show(before)} -> {self._show(after)}) but this "
+                "work may not change it; restore its value"
+            )
+        _pattern, where, constraint = found
+        if where != key:  # a list or table constraint covers the whole value at ``where``
+            if where in self.checked:
+                return self.checked[where]
+            segments = [s for _, s in split_key(where)]
+            before = subtree(self.before, segments, self.missing)
+            after = subtree(self.after, segments, self.missing)
+            result = self._value(where, before, after, constraint)
+            self.checked[where] = result
+            return result
+        return self._value(key, before, after, constraint)
+
+    def _show(self, value: Any) -> str:
+        return "absent" if value is self.missing else short(value)
+
+    def _value(
+        self, key: str, before: Any, after: Any, constraint: KeyConstraint
+    ) -> tuple[bool, str]:
+        want = constraint.describe()
+        if before is self.missing and after is self.missing:
+            return True, f"{key} unchanged"
+        if before is self.missing and not constraint.may_add and self.before is not self.missing:
+            return False, f"{key} was added but may only be changed, not added"
+        if after is self.missing:
+            if not constraint.may_remove:
+                return False, f"{key} was removed; keep it (it may only change as {want})"
+            return True, f"{key} removed"
+        value, error = self._coerce(after, constraint.type)
+        if error:
+            return False, f"{key} = {short(after)} is not {error}; it must be {want}"
+        old: Any = self.missing
+        if before is not self.missing:
+            old, old_error = self._coerce(before, constraint.type)
+            if old_error:
+                old = self.missing
+        problem = self._problem(value, old, constraint)
+        if problem:
+            return False, f"{key} = {short(after)} {problem}; it must be {want}"
+        return True, f"{key} {self._show(before)} -> {short(after)} ({want})"
+
+    def _coerce(self, value: Any, kind: ConstraintType) -> tuple[Any, str | None]:
+        if self.fmt in _STRING_FORMATS and isinstance(value, str):
+            text = value.strip()
+            if kind == "integer":
+                return (int(text), None) if _INTEGER.fullmatch(text) else (None, "an integer")
+            if kind == "number":
+                if _NUMBER.fullmatch(text):
+                    number = float(text)
+                    return (int(number) if _INTEGER.fullmatch(text) else number), None
+                return None, "a number"
+            if kind == "boolean":
+                parsed = _BOOLEANS[self.fmt].get(text.lower())
+                return (parsed, None) if parsed is not None else (None, "a boolean")
+        ok = {
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+            "boolean": isinstance(value, bool),
+            "list": isinstance(value, list | tuple),
+            "table": isinstance(value, Mapping),
+            "any": True,
+        }[kind]
+        if not ok:
+            return None, f"a {kind}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, "a finite number"
+        return value, None
+
+    def _item_problem(self, item: Any, constraint: KeyConstraint) -> str | None:
+        value, error = self._coerce(item, constraint.type)
+        if error:
+            return f"is not {error} ({short(item)})"
+        return self._problem(value, self.missing, constraint)
+
+    def _table_problem(self, table: Any, keys: dict[str, KeyConstraint]) -> str | None:
+        """Why a whole table is not claimed by ``keys`` (every leaf must be), or None."""
+        nested = Checker(keys, self.fmt, self.missing, table, self.missing)
+        try:
+            leaves = flatten(table)
+        except ConfigSyntaxError as error:
+            return f"has ambiguous keys ({error})"
+        for key, leaf in leaves.items():
+            ok, text = nested.check(key, self.missing, leaf)
+            if not ok:
+                return f"has {text}"
+        return None
+
+    def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
+        kind = constraint.type
+        if kind in ("integer", "number"):
+            if constraint.min is not None and value < constraint.min:
+                return f"is below {_num(constraint.min)}"
+            if constraint.max is not None and value > constraint.max:
+                return f"is above {_num(constraint.max)}"
+        if kind == "string" and constraint.direction is not None:
+            if old is self.missing:
+                return "has no earlier version to compare with"
+            moved = _version_problem(old, value, constraint.direction)
+            if moved:
+                return moved
+        numeric = kind in ("integer", "number") and old is not self.missing
+        if numeric and constraint.direction is not None:
+            if constraint.direction == "increase" and value < old:
+                return f"decreases from {old}"
+            if constraint.direction == "decrease" and value > old:
+                return f"increases from {old}"
+        if kind == "boolean" and constraint.only_to is not None and value != constraint.only_to:
+            return f"may only become {str(constraint.only_to).lower()}"
+        items = list(value) if kind == "list" else [value]
+        if kind == "list":
+            if constraint.min is not None and len(items) < constraint.min:
+                return f"has {len(items)} items (at least {_num(constraint.min)})"
+            if constraint.max is not None and len(items) > constraint.max:
+                return f"has {len(items)} items (at most {_num(constraint.max)})"
+            before = list(old) if isinstance(old, list | tuple) else []
+            added, removed = list_diff(before, items)
+            if added and not constraint.may_add:
+                return f"adds {short(added[0])}"
+            if removed and not constraint.may_remove:
+                return f"removes or reorders {short(removed[0])}"
+            if constraint.items is not None:
+                for item in added:
+                    problem = self._item_problem(item, constraint.items)
+                    if problem:
+                        return f"adds an item that {problem}"
+        if kind == "table" and constraint.keys is not None:
+            problem = self._table_problem(value, constraint.keys)
+            if problem:
+                return problem
+        if constraint.enum is not None:
+            for item in items:
+                if not any(typed_equal(item, allowed) for allowed in constraint.enum):
+                    return f"{'has' if kind == 'list' else 'is'} {short(item)}, not allowed"
+        if constraint.pattern is not None:
+            compiled = compile_re2(constraint.pattern)
+            for item in items:
+                if not isinstance(item, str) or compiled.fullmatch(item) is None:
+                    return f"{'has' if kind == 'list' else 'is'} {short(item)}, not matching"
+        return None

@@ -1,0 +1,150 @@
+"""What a changed config key may become: :class:`KeyConstraint` and its value helpers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._content import compile_re2
+from ._glob import check_globs
+from ._key_patterns import name_glob
+
+__all__ = ("ConstraintType", "KeyConstraint", "globs_given", "short")
+
+ConstraintType = Literal["string", "integer", "number", "boolean", "list", "table", "any"]
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_BOOLEANS: dict[str, dict[str, bool]] = {
+    "ini": {"1": True, "yes": True, "true": True, "on": True}
+    | {"0": False, "no": False, "false": False, "off": False},
+    "env": {"1": True, "yes": True, "true": True, "on": True}
+    | {"0": False, "no": False, "false": False, "off": False},
+    "properties": {"true": True, "false": False},
+}
+_STRING_FORMATS = frozenset(_BOOLEANS)
+
+
+def globs_given(globs: tuple[str, ...]) -> tuple[str, ...]:
+    if not globs:
+        raise ValueError("give at least one glob in `paths`")
+    return check_globs(globs)
+
+
+def short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class KeyConstraint(BaseModel):
+    """What a changed config key may become.
+
+    ``type`` is required. ``min``/``max`` bound numbers (list length for lists);
+    ``enum`` lists allowed values (typed: ``true`` is not ``1``); ``pattern`` is an RE2
+    full match for strings; ``direction`` restricts numbers to increase or decrease (for
+    strings: a version, ``name@v1.2`` or ``1.2.3``, whose name stays and whose version
+    only moves that way; a value that is not such a version is not claimed);
+    ``only_to`` restricts booleans to one value; ``may_add``/``may_remove`` allow the key
+    (or list items) to appear or disappear.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: ConstraintType
+    min: float | None = None
+    max: float | None = None
+    enum: tuple[Any, ...] | None = None
+    pattern: str | None = Field(default=None, description="RE2 full match for strings.")
+    direction: Literal["increase", "decrease"] | None = None
+    only_to: bool | None = Field(default=None, description="Booleans may only become this.")
+    may_add: bool = False
+    may_remove: bool = False
+    items: KeyConstraint | None = Field(
+        default=None, description="list: what each added item must be (else any item)."
+    )
+    keys: dict[str, KeyConstraint] | None = Field(
+        default=None,
+        description="table: every key of the table must match one of these patterns.",
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _re2(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_re2(pattern)
+        return pattern
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KeyConstraint:
+        if (self.min is not None or self.max is not None) and self.type not in (
+            "integer",
+            "number",
+            "list",
+        ):
+            raise ValueError(f"min/max apply to integer, number or list, not {self.type}")
+        if self.direction is not None and self.type not in ("integer", "number", "string"):
+            raise ValueError(
+                "direction applies to integer, number or (version) string; for booleans use "
+                "only_to = true|false"
+            )
+        if self.only_to is not None and self.type != "boolean":
+            raise ValueError("only_to applies to booleans")
+        if self.items is not None and self.type != "list":
+            raise ValueError("items applies to lists")
+        if self.keys is not None:
+            if self.type != "table":
+                raise ValueError("keys applies to tables")
+            for pattern in self.keys:
+                name_glob(pattern)
+        if self.pattern is not None and self.type not in ("string", "list"):
+            raise ValueError("pattern applies to strings (or lists of strings)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is greater than max {self.max}")
+        return self
+
+    def describe(self) -> str:
+        parts: list[str] = [self.type]
+        if self.min is not None or self.max is not None:
+            low = "" if self.min is None else _num(self.min)
+            high = "" if self.max is None else _num(self.max)
+            parts.append(f"within {low}..{high}")
+        if self.enum is not None:
+            parts.append("one of " + ", ".join(short(v) for v in self.enum))
+        if self.pattern is not None:
+            parts.append(f"matching {self.pattern!r}")
+        if self.direction is not None:
+            parts.append(f"{self.direction} only")
+        if self.only_to is not None:
+            parts.append(f"only to {str(self.only_to).lower()}")
+        return " ".join(parts)
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+_VERSION = re.compile(r"(?P<name>.*[@:])?[vV]?(?P<version>[0-9]+(?:\.[0-9]+)*)")
+
+
+def _version(text: Any) -> tuple[str, tuple[int, ...]] | None:
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    return match.group("name") or "", tuple(int(p) for p in match.group("version").split("."))
+
+
+def _version_problem(old: Any, new: Any, direction: str) -> str | None:
+    """Why ``old`` -> ``new`` is not a version move in ``direction`` (None when it is)."""
+    before, after = _version(old), _version(new)
+    if before is None or after is None:
+        return f"is not a version comparable with {short(old)} (name@vX.Y or X.Y.Z)"
+    if before[0] != after[0]:
+        return f"changes the name from {before[0][:-1]!r}"
+    width = max(len(before[1]), len(after[1]))
+    a = before[1] + (0,) * (width - len(before[1]))
+    b = after[1] + (0,) * (width - len(after[1]))
+    if (direction == "increase" and b <= a) or (direction == "decrease" and b >= a):
+        return f"does not {direction} the version from {short(old)}"
+    return None
