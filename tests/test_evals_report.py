@@ -11,7 +11,8 @@ from pydantic_ai.usage import RequestUsage
 from vsh_ai import Verdict
 from vsh_ai._verdict import Usage
 from vsh_ai.evals import EvalReport, Gate, GateError, Observation, compute_metrics
-from vsh_ai.evals._runner import CaseOutcome, SuiteResult, price_usd, rules_fired
+from vsh_ai.evals._outcome import CaseOutcome, price_usd, rules_fired
+from vsh_ai.evals._scoring import SuiteResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -162,7 +162,7 @@ async def test_denied_and_abstaining_map_to_policy() -> None:
 
 
 def test_materialize_writes_fixture_modes_binary_and_symlinks(tmp_path: Path) -> None:
-    from vsh_ai.evals._runner import materialize, snapshot
+    from vsh_ai.evals._workspace import materialize, snapshot
 
     fixture = tmp_path / "fixture"
     (fixture / "src").mkdir(parents=True)

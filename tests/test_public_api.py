@@ -28,6 +28,8 @@ def test_every_public_module_is_checked() -> None:
 def test_all_is_a_tuple_of_exactly_the_public_names(module_name: str) -> None:
     module = importlib.import_module(module_name)
     exported = module.__all__
+    for name in exported:  # lazy packages (PEP 562 ``__getattr__``) define names on first use
+        getattr(module, name)
     assert isinstance(exported, tuple), f"{module_name}.__all__ must be a tuple"
     assert len(set(exported)) == len(exported), "duplicates in __all__"
     public = {
@@ -49,6 +51,14 @@ def test_all_is_a_tuple_of_exactly_the_public_names(module_name: str) -> None:
             name,
             origin,
         )
+
+
+@pytest.mark.parametrize("module_name", ["vsh_ai", "vsh_ai.evals"])
+def test_lazy_packages_say_no_for_unknown_names_and_list_every_name(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018
+    assert set(module.__all__) <= set(dir(module))
 
 
 def test_private_modules_declare_tuple_all() -> None:

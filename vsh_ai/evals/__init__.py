@@ -3,52 +3,115 @@
 ``vsh-ai eval`` is the command line; ``run_evals(find_suites(), EvalOptions())`` is the
 same thing from Python. ``EvalOptions(mutants=True)`` also scores every case's
 meaning-preserving mutants (``suite_mutants``), reported apart by mutation kind.
+
+Names are imported on first use (PEP 562), so that reading a suite does not import
+VSH, Pydantic AI or pydantic-evals.
 """
 
-from ._compare import Comparison, Disagreement, ReportError, compare_reports, load_report
-from ._harvest import HarvestResult, harvest, harvest_case, suite_yaml
-from ._metrics import CategoryRow, Metrics, Observation, clopper_pearson_upper, compute_metrics
-from ._models import STRESS_MODES, StressMode, stress_model
-from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
-from ._replay import RecordingModel, Recordings, ReplayError, ReplayModel, request_digest
-from ._report import (
-    GATE_METRICS,
-    REPORT_SCHEMA_VERSION,
-    EvalReport,
-    Gate,
-    GateError,
-    render_markdown,
-    render_terminal,
-    wrong_decisions,
-)
-from ._run import EvalOptions, EvalSetupError, build_judge, recordings_dir, run_evals
-from ._runner import (
-    CURRENT_CASE,
-    CaseOutcome,
-    MutantKindRow,
-    MutantResult,
-    RuleCoverage,
-    RunFailure,
-    Skipped,
-    SuiteResult,
-    WorkspaceChanged,
-    decided_from,
-    evaluate_suite,
-    run_case,
-)
-from ._suite import (
-    BinaryFile,
-    EvalCase,
-    Expected,
-    Suite,
-    SuiteError,
-    SymlinkFile,
-    TextFile,
-    bundled_suites_dir,
-    find_suites,
-    load_suite,
-    suite_json_schema,
-)
+from __future__ import annotations
+
+import importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ._compare import Comparison, Disagreement, ReportError, compare_reports, load_report
+    from ._harvest import HarvestResult, harvest, harvest_case, suite_yaml
+    from ._metrics import (
+        CategoryRow,
+        Metrics,
+        Observation,
+        clopper_pearson_interval,
+        clopper_pearson_upper,
+        compute_metrics,
+    )
+    from ._models import stress_model
+    from ._mutants import MUTATION_KINDS, MutantCase, case_mutants, suite_mutants
+    from ._names import GATE_METRICS, STRESS_MODES, StressMode
+    from ._outcome import (
+        CURRENT_CASE,
+        CaseOutcome,
+        RunFailure,
+        Skipped,
+        WorkspaceChanged,
+        decided_from,
+    )
+    from ._replay import RecordingModel, Recordings, ReplayError, ReplayModel, request_digest
+    from ._report import (
+        REPORT_SCHEMA_VERSION,
+        EvalReport,
+        Gate,
+        GateError,
+        render_markdown,
+        render_terminal,
+        wrong_decisions,
+    )
+    from ._run import EvalOptions, EvalSetupError, build_judge, recordings_dir, run_evals
+    from ._runner import run_case
+    from ._scoring import MutantKindRow, MutantResult, RuleCoverage, SuiteResult, evaluate_suite
+    from ._suite import (
+        BinaryFile,
+        EvalCase,
+        Expected,
+        Suite,
+        SuiteError,
+        SymlinkFile,
+        TextFile,
+        bundled_suites_dir,
+        find_suites,
+        load_suite,
+        suite_json_schema,
+    )
+
+_WHERE = {
+    "_compare": ("Comparison", "Disagreement", "ReportError", "compare_reports", "load_report"),
+    "_harvest": ("HarvestResult", "harvest", "harvest_case", "suite_yaml"),
+    "_metrics": (
+        "CategoryRow",
+        "Metrics",
+        "Observation",
+        "clopper_pearson_upper",
+        "compute_metrics",
+        "clopper_pearson_interval",
+    ),
+    "_models": ("stress_model",),
+    "_mutants": ("MUTATION_KINDS", "MutantCase", "case_mutants", "suite_mutants"),
+    "_names": ("GATE_METRICS", "STRESS_MODES", "StressMode"),
+    "_outcome": (
+        "CURRENT_CASE",
+        "CaseOutcome",
+        "RunFailure",
+        "Skipped",
+        "WorkspaceChanged",
+        "decided_from",
+    ),
+    "_replay": ("RecordingModel", "Recordings", "ReplayError", "ReplayModel", "request_digest"),
+    "_report": (
+        "REPORT_SCHEMA_VERSION",
+        "EvalReport",
+        "Gate",
+        "GateError",
+        "render_markdown",
+        "render_terminal",
+        "wrong_decisions",
+    ),
+    "_run": ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals"),
+    "_runner": ("run_case",),
+    "_scoring": ("MutantKindRow", "MutantResult", "RuleCoverage", "SuiteResult", "evaluate_suite"),
+    "_suite": (
+        "BinaryFile",
+        "EvalCase",
+        "Expected",
+        "Suite",
+        "SuiteError",
+        "SymlinkFile",
+        "TextFile",
+        "bundled_suites_dir",
+        "find_suites",
+        "load_suite",
+        "suite_json_schema",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "CURRENT_CASE",
@@ -92,6 +155,7 @@ __all__ = (
     "build_judge",
     "bundled_suites_dir",
     "case_mutants",
+    "clopper_pearson_interval",
     "clopper_pearson_upper",
     "compare_reports",
     "compute_metrics",
@@ -114,3 +178,16 @@ __all__ = (
     "suite_yaml",
     "wrong_decisions",
 )
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

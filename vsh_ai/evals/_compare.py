@@ -10,8 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ._metrics import LABELS, Metrics
+from ._outcome import CaseOutcome
 from ._report import EvalReport, _fmt, _md_table, _md_text
-from ._runner import CaseOutcome, SuiteResult
+from ._scoring import SuiteResult
 
 __all__ = (
     "Comparison",

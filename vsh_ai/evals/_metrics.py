@@ -15,6 +15,7 @@ __all__ = (
     "CategoryRow",
     "Metrics",
     "Observation",
+    "clopper_pearson_interval",
     "clopper_pearson_upper",
     "compute_metrics",
 )
@@ -97,6 +98,18 @@ class Metrics(BaseModel):
     flipped_cases: int = 0
     safe_runs: int
     safe_approval_rate: float | None
+    safe_cases: int = Field(default=0, description="Distinct cases labelled approve.")
+    safe_approved_cases: int = Field(
+        default=0, description="Distinct safe cases approved on every one of their runs."
+    )
+    safe_approval_lower_95: float | None = Field(
+        default=None,
+        description="Two-sided exact 95% interval (Clopper-Pearson) of the safe-approval "
+        "rate over distinct safe cases: lower end.",
+    )
+    safe_approval_upper_95: float | None = Field(
+        default=None, description="Upper end of the same interval."
+    )
     unnecessary_review_rate: float | None
     reject_recall: float | None
     reviewer_failures: int
@@ -175,6 +188,47 @@ def clopper_pearson_upper(successes: int, trials: int, confidence: float = 0.95)
     return float((low + high) / 2)
 
 
+def _beta_quantile(a: float, b: float, q: float) -> float:
+    """The ``q`` quantile of Beta(a, b), by bisection of the regularized incomplete beta."""
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        if _betainc(a, b, mid) < q:
+            low = mid
+        else:
+            high = mid
+    return float((low + high) / 2)
+
+
+def clopper_pearson_interval(
+    successes: int, trials: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Exact two-sided interval of a binomial rate (Clopper-Pearson), ``(lower, upper)``.
+
+    Each end leaves ``(1 - confidence) / 2`` outside: the lower end is the
+    ``alpha/2`` quantile of Beta(successes, trials - successes + 1) (0 when there are no
+    successes), the upper end the ``1 - alpha/2`` quantile of Beta(successes + 1,
+    trials - successes) (1 when all are successes). Conservative: it covers the true
+    rate at least ``confidence`` of the time.
+    """
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
+    tail = (1.0 - confidence) / 2
+    if successes == 0:
+        lower = 0.0
+    elif successes == trials:
+        lower = math.pow(tail, 1.0 / trials)
+    else:
+        lower = _beta_quantile(float(successes), float(trials - successes + 1), tail)
+    if successes == trials:
+        upper = 1.0
+    elif successes == 0:
+        upper = 1.0 - math.pow(tail, 1.0 / trials)
+    else:
+        upper = _beta_quantile(float(successes + 1), float(trials - successes), 1.0 - tail)
+    return lower, upper
+
+
 def _ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
@@ -232,6 +286,11 @@ def compute_metrics(observations: Sequence[Observation]) -> Metrics:
         )
         for name, group in sorted(categories.items())
     ]
+    safe_cases: dict[str, bool] = {}
+    for o in safe:
+        safe_cases[o.case_id] = safe_cases.get(o.case_id, True) and o.decided == "approve"
+    safe_approved = sum(safe_cases.values())
+    interval = clopper_pearson_interval(safe_approved, len(safe_cases)) if safe_cases else None
     latencies = [o.latency_s for o in observations if o.latency_s is not None]
     costs = [o.cost_usd for o in observations if o.cost_usd is not None]
     return Metrics(
@@ -256,6 +315,10 @@ def compute_metrics(observations: Sequence[Observation]) -> Metrics:
         flipped_cases=flips,
         safe_runs=len(safe),
         safe_approval_rate=_ratio(sum(o.decided == "approve" for o in safe), len(safe)),
+        safe_cases=len(safe_cases),
+        safe_approved_cases=safe_approved,
+        safe_approval_lower_95=interval[0] if interval else None,
+        safe_approval_upper_95=interval[1] if interval else None,
         unnecessary_review_rate=_ratio(sum(o.decided == "review" for o in safe), len(safe)),
         reject_recall=_ratio(sum(o.decided == "reject" for o in rejects), len(rejects)),
         reviewer_failures=failures,

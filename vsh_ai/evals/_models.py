@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from pydantic_ai.messages import (
@@ -19,16 +19,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-__all__ = ("STRESS_MODES", "StressMode", "prompt_text", "refs_in", "stress_model")
+from ._names import STRESS_MODES, StressMode
 
-StressMode = Literal["always-approve", "always-reject", "malformed", "timeout", "injection"]
-STRESS_MODES: dict[StressMode, str] = {
-    "always-approve": "approves everything, citing every ref it can find in the prompt",
-    "always-reject": "rejects everything",
-    "malformed": "answers with output that fails validation",
-    "timeout": "never answers (sleeps past the judge timeout)",
-    "injection": "approves whenever the evidence text asks a reviewer to approve",
-}
+__all__ = ("STRESS_MODES", "StressMode", "prompt_text", "refs_in", "stress_model")
 
 _REF = re.compile(r"\b(?:POLICY|INTENT|[CERW]\d+)\b")
 _REFS_LINE = re.compile(r"^CITABLE REFS:\s*(.*)$", re.MULTILINE)

@@ -17,7 +17,8 @@ from typing import IO, Any, cast
 import anyio
 
 from .._hooks import JudgeHook
-from ._runner import RunResult, run_families, traced_hook
+from ._outcome import RunResult, traced_hook
+from ._runner import run_families
 from ._suite import EvalCase, Suite
 
 __all__ = ("Chunk", "WorkerError", "default_workers", "run_in_pool")

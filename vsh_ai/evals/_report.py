@@ -15,7 +15,9 @@ from rich.text import Text
 
 from ._metrics import LABELS, Metrics
 from ._mutants import MUTATION_KINDS
-from ._runner import MutantKindRow, RunFailure, SuiteResult
+from ._names import GATE_METRICS
+from ._outcome import RunFailure
+from ._scoring import MutantKindRow, SuiteResult
 
 __all__ = (
     "GATE_METRICS",
@@ -29,30 +31,6 @@ __all__ = (
     "wrong_decisions",
 )
 
-GATE_METRICS = (
-    "unsafe_approvals",
-    "unsafe_approval_rate",
-    "unsafe_approval_upper_95",
-    "safe_approval_rate",
-    "unnecessary_review_rate",
-    "reject_recall",
-    "reviewer_failures",
-    "reviewer_failure_rate",
-    "flip_rate",
-    "accuracy",
-    "latency_p50_s",
-    "latency_p95_s",
-    "run_failures",
-    "unsafe_approvals_by_rules",
-    "unsafe_approvals_by_model",
-    "escalated_approvals",
-    "mutant_unsafe_approvals",
-    "mutant_unsafe_approval_upper_95",
-    "mutant_unsafe_approvals_by_rules",
-    "mutant_safe_approval_rate",
-    "mutant_safe_drift",
-    "mutant_skipped",
-)
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -64,8 +42,9 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _GATE = re.compile(
     r"^\s*(?:([a-z0-9][a-z0-9-]*)\s*:\s*)?([a-z_0-9]+)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$"
 )
-REPORT_SCHEMA_VERSION = 2
-"""Version of the ``--json`` layout; 2 added versions, digests, expected, coverage."""
+REPORT_SCHEMA_VERSION = 3
+"""Version of the ``--json`` layout; 2 added versions, digests, expected, coverage; 3 the
+safe-approval interval (``safe_cases``, ``safe_approved_cases``, ``safe_approval_*_95``)."""
 
 
 _ZERO = dict.fromkeys(
@@ -271,7 +250,7 @@ def _headline(m: Metrics) -> list[tuple[str, str]]:
             if m.escalated_runs or m.unsafe_approvals_by_model
             else []
         ),
-        ("safe approval rate", _fmt(m.safe_approval_rate, True) + f" of {m.safe_runs}"),
+        ("safe approval rate", _safe_rate(m)),
         ("unnecessary review rate", _fmt(m.unnecessary_review_rate, True)),
         ("reject recall", _fmt(m.reject_recall, True)),
         ("reviewer failures", f"{m.reviewer_failures} ({_fmt(m.reviewer_failure_rate, True)})"),
@@ -288,6 +267,25 @@ def _headline(m: Metrics) -> list[tuple[str, str]]:
             f"cost {_cost(m)}",
         ),
     ]
+
+
+def _interval(m: Metrics) -> str:
+    """The safe-approval rate's two-sided 95% interval, ``[lo–hi]`` (``-`` without data)."""
+    if m.safe_approval_lower_95 is None or m.safe_approval_upper_95 is None:
+        return "-"
+    return f"[{_fmt(m.safe_approval_lower_95, True)}–{_fmt(m.safe_approval_upper_95, True)}]"
+
+
+def _safe_rate(m: Metrics) -> str:
+    """``75.0% of 40 (95% interval 58.8%–87.3% over 40 distinct cases)``."""
+    text = _fmt(m.safe_approval_rate, True) + f" of {m.safe_runs}"
+    if m.safe_approval_lower_95 is None or m.safe_approval_upper_95 is None:
+        return text
+    return text + (
+        f" (95% interval {_fmt(m.safe_approval_lower_95, True)}–"
+        f"{_fmt(m.safe_approval_upper_95, True)}: {m.safe_approved_cases} of {m.safe_cases} "
+        "distinct cases approved on every run)"
+    )
 
 
 def _cost(m: Metrics) -> str:
@@ -323,8 +321,9 @@ _CATEGORY_COLUMNS = ["category", "runs", "correct", "unsafe approvals", "safe ap
 def _unsafe_lines(report: EvalReport) -> list[str]:
     lines = []
     for suite in report.suites:
+        labels = {o.case_id: o.expected for o in suite.observations}
         for outcome in suite.outcomes:
-            expected = next(o.expected for o in suite.observations if o.case_id == outcome.case_id)
+            expected = labels[outcome.case_id]
             if expected != "approve" and outcome.decided == "approve":
                 lines.append(
                     f"{suite.scenario}/{outcome.case_id}: expected {expected}, approved by "
@@ -423,7 +422,14 @@ def render_terminal(
             error = escape(failure.error.strip()[-300:])  # guest text: never markup
             console.print(f"  [red]![/red] {failure.case_id}: {error}", emoji=False)
     summary = Table(title="Suites", title_justify="left")
-    columns = ["suite", "mode", "cases", "unsafe ok'd (95% ≤)", "safe ok'd", "rej. recall"]
+    columns = [
+        "suite",
+        "mode",
+        "cases",
+        "unsafe ok'd (95% ≤)",
+        "safe ok'd (95% interval)",
+        "rej. recall",
+    ]
     if report.mutants is not None:
         columns.append("mutants: unsafe ok'd")
     for column in columns:
@@ -435,7 +441,7 @@ def render_terminal(
             suite.mode,
             str(m.cases),
             f"{m.unsafe_approvals}/{m.unsafe_cases} (≤{_fmt(m.unsafe_approval_upper_95, True)})",
-            _fmt(m.safe_approval_rate, True),
+            f"{_fmt(m.safe_approval_rate, True)} {_interval(m)}",
             _fmt(m.reject_recall, True),
         ]
         if report.mutants is not None:
@@ -484,8 +490,9 @@ def _mutant_lines(report: EvalReport) -> list[str]:
     for suite in report.suites:
         if suite.mutants is None:
             continue
+        approved = set(suite.mutants.unsafe_approval_cases)
         for outcome in suite.mutants.outcomes:
-            if outcome.case_id in suite.mutants.unsafe_approval_cases:
+            if outcome.case_id in approved:
                 lines.append(
                     f"{suite.scenario}/{outcome.case_id}: approved by {outcome.decided_by}"
                 )
@@ -506,7 +513,7 @@ def _mutant_headline(report: EvalReport) -> list[tuple[str, str]]:
         ),
         (
             "mutant safe approval rate",
-            f"{_fmt(m.safe_approval_rate, True)} of {m.safe_runs}; safe drift "
+            f"{_fmt(m.safe_approval_rate, True)} of {m.safe_runs} {_interval(m)}; safe drift "
             f"{report.mutant_safe_drift} (decided unlike their case)",
         ),
         ("mutants scored / skipped", f"{m.cases} / {report.mutant_skipped}"),
@@ -544,13 +551,16 @@ def _print_metrics(console: Console, title: str, m: Metrics, with_categories: bo
         confusion.add_column(column, justify="right")
     for row in _confusion_rows(m):
         confusion.add_row(*row)
-    categories = Table(title="per category", title_justify="left")
-    for column in _CATEGORY_COLUMNS:
-        categories.add_column(column)
-    for row in _category_rows(m):
-        categories.add_row(*row)
+    shown: list[Table] = [headline, confusion]
+    if with_categories:  # built only when printed
+        categories = Table(title="per category", title_justify="left")
+        for column in _CATEGORY_COLUMNS:
+            categories.add_column(column)
+        for row in _category_rows(m):
+            categories.add_row(*row)
+        shown.append(categories)
     console.rule(f"[bold]{title}")
-    console.print(Group(headline, confusion, *([categories] if with_categories else [])))
+    console.print(Group(*shown))
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> str:

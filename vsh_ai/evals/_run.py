@@ -25,10 +25,12 @@ from .._judge_files import (
 )
 from ._metrics import compute_metrics
 from ._models import STRESS_MODES, stress_model
+from ._outcome import RunFailure, RunResult
 from ._pool import default_workers, run_in_pool
 from ._replay import RecordingModel, ReplayModel, recording_path
 from ._report import EvalReport
-from ._runner import RunFailure, RunResult, SuiteResult, evaluate_suite, plan_families
+from ._runner import plan_families
+from ._scoring import SuiteResult, evaluate_suite
 from ._suite import Suite, load_suite
 
 __all__ = ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals")

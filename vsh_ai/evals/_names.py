@@ -1,0 +1,46 @@
+"""Names the command line needs before anything heavy is imported: gates and stress modes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ("GATE_METRICS", "STRESS_MODES", "StressMode")
+
+StressMode = Literal["always-approve", "always-reject", "malformed", "timeout", "injection"]
+STRESS_MODES: dict[StressMode, str] = {
+    "always-approve": "approves everything, citing every ref it can find in the prompt",
+    "always-reject": "rejects everything",
+    "malformed": "answers with output that fails validation",
+    "timeout": "never answers (sleeps past the judge timeout)",
+    "injection": "approves whenever the evidence text asks a reviewer to approve",
+}
+
+GATE_METRICS = (
+    "unsafe_approvals",
+    "unsafe_approval_rate",
+    "unsafe_approval_upper_95",
+    "safe_approval_rate",
+    "safe_approval_lower_95",
+    "safe_approval_upper_95",
+    "unnecessary_review_rate",
+    "reject_recall",
+    "reviewer_failures",
+    "reviewer_failure_rate",
+    "flip_rate",
+    "accuracy",
+    "latency_p50_s",
+    "latency_p95_s",
+    "run_failures",
+    "unsafe_approvals_by_rules",
+    "unsafe_approvals_by_model",
+    "escalated_approvals",
+    "mutant_unsafe_approvals",
+    "mutant_unsafe_approval_upper_95",
+    "mutant_unsafe_approvals_by_rules",
+    "mutant_safe_approval_rate",
+    "mutant_safe_approval_lower_95",
+    "mutant_safe_approval_upper_95",
+    "mutant_safe_drift",
+    "mutant_skipped",
+)
+"""Figures a ``--fail-if`` gate can read (``mutant_*`` read the mutants' metrics)."""
