@@ -20,6 +20,8 @@ from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChang
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._secrets import NoSecrets, find_secret
+from ._workflows import WorkflowRisks
+from ._workflows_allow import AllowWorkflowEdits
 
 __all__ = (
     "Action",
@@ -28,6 +30,7 @@ __all__ = (
     "AllowDependencyUpdates",
     "AllowPaths",
     "AllowPythonDocs",
+    "AllowWorkflowEdits",
     "Allowance",
     "AnyRule",
     "ChangeKind",
@@ -51,6 +54,7 @@ __all__ = (
     "PythonRisks",
     "Rule",
     "RuleSet",
+    "WorkflowRisks",
     "find_secret",
     "glob_matches",
     "parse_config",

@@ -14,6 +14,8 @@ from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._secrets import NoSecrets
+from ._workflows import WorkflowRisks
+from ._workflows_allow import AllowWorkflowEdits
 
 # typing.Union (not |) so the alias reports typing as its module.
 AnyRule = Annotated[
@@ -37,6 +39,8 @@ AnyRule = Annotated[
         DependencyRisks,
         AllowPythonDocs,
         PythonRisks,
+        AllowWorkflowEdits,
+        WorkflowRisks,
     ],
     Field(discriminator="type"),
 ]

@@ -1,0 +1,261 @@
+"""GitHub Actions denials decided on the parsed workflow, not on changed lines.
+
+:class:`WorkflowRisks` compares both sides of every changed workflow after YAML anchors and
+merges are resolved (:mod:`vsh_ai.analysis._workflows`) and decides, with a reason that
+names the job and the tool:
+
+reject
+    a test, lint or security check removed from a job (its step, its job, or the file's
+    jobs gone) or neutered on a line of its own (``|| true``, ``--exit-zero``, ``-k "not
+    ..."``, ``--collect-only``); a workflow that ran checks reduced to manual triggers
+    only; ``pull_request_target`` together with a checkout of the pull request's head; an
+    action replaced by a look-alike (``actoins/checkout``, another owner's ``checkout``);
+    a downloaded file executed later in the job without a checksum check.
+review
+    a removed ``push``/``pull_request`` trigger or changed trigger filters,
+    ``pull_request_target`` without a head checkout, a downloaded file executed after a
+    checksum or signature check, a workflow that no longer parses.
+
+A changed ``with:`` value (a cache key, a Python version) removes nothing: the step is
+still there, and allowances decide whether the change is proven.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from .._evidence import Evidence
+from .._verdict import Verdict
+from ..analysis._config import ConfigSyntaxError, typed_equal
+from ..analysis._workflows import (
+    MANUAL_EVENTS,
+    WELL_KNOWN,
+    Workflow,
+    job_steps,
+    lookalike,
+    parse_action,
+    removed_checks,
+    runs_checks,
+    weakened_checks,
+    workflow_side,
+)
+from ..analysis._workflows_exec import executions_added
+from ._base import GlobFields, Rule
+from ._glob import matching
+from ._paths import validate_globs
+
+__all__ = ("WORKFLOW_FILES", "WorkflowRisks")
+
+WORKFLOW_FILES: tuple[str, ...] = (".github/workflows/**/*.yml", ".github/workflows/**/*.yaml")
+_CODE_EVENTS = ("push", "pull_request")
+_HEAD_REFS = (
+    "github.event.pull_request.head",
+    "github.head_ref",
+    "refs/pull/",
+    "github.event.workflow_run.head",
+)
+
+Finding = tuple[Literal["reject", "review"], str]
+
+
+class WorkflowRisks(Rule):
+    """Denials on the meaning of workflow changes (see the module docs)."""
+
+    type: Literal["workflow_risks"] = "workflow_risks"
+    glob_fields: ClassVar[GlobFields] = (("globs", True),)
+    globs: tuple[str, ...] = Field(
+        default=WORKFLOW_FILES, description="Workflow files (matched in any case)."
+    )
+
+    _check_globs = field_validator("globs")(validate_globs)
+
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        findings: list[Finding] = []
+        paths: list[str] = []
+        for change in evidence.changes:
+            path = change.path
+            if matching(self.globs, path, ignore_case=True) is None:
+                continue
+            found = list(_findings(evidence, path))
+            if found:
+                findings.extend(found)
+                paths.append(path)
+        if not findings:
+            return None
+        worst: Literal["reject", "review"] = (
+            "reject" if any(d == "reject" for d, _ in findings) else "review"
+        )
+        reasons = list(dict.fromkeys(r for d, r in findings if d == worst))
+        shown = " ".join(reasons[:4]) + (
+            f" And {len(reasons) - 4} more." if len(reasons) > 4 else ""
+        )
+        advice = (
+            " Keep every check running on the same triggers, use the official actions, and "
+            "never run downloaded files."
+            if worst == "reject"
+            else " A human must confirm this."
+        )
+        return self.verdict(worst, shown + advice, paths=list(dict.fromkeys(paths)))
+
+
+def _findings(evidence: Evidence, path: str) -> Iterator[Finding]:
+    try:
+        before = workflow_side(evidence, path, "before")
+    except ConfigSyntaxError:
+        before = None  # an unreadable old side: nothing to compare (allowances refuse it)
+    try:
+        after = workflow_side(evidence, path, "after")
+    except ConfigSyntaxError as error:
+        yield (
+            "review",
+            (
+                f"{path} does not parse as YAML ({str(error)[:120]}), so GitHub would run none "
+                "of its jobs; fix its syntax."
+            ),
+        )
+        return
+    if after is None or after.tree is None:
+        if before is not None:
+            yield from _removed(path, before, None)
+        return
+    if before is not None:
+        yield from _removed(path, before, after)
+        yield from _triggers(path, before, after)
+    yield from _target(path, before, after)
+    yield from _actions(path, before, after)
+    for run in executions_added(before, after):
+        if run.verified:
+            yield (
+                "review",
+                (
+                    f"{path}: job {run.job!r} runs the downloaded file {run.file!r} "
+                    f"(`{run.command}`) after a checksum or signature check."
+                ),
+            )
+        else:
+            yield (
+                "reject",
+                (
+                    f"{path}: job {run.job!r} downloads {run.file!r} and then executes it "
+                    f"(`{run.command}`); a download executed is code nobody reviewed."
+                ),
+            )
+
+
+def _removed(path: str, before: Workflow, after: Workflow | None) -> Iterator[Finding]:
+    for loss in removed_checks(before, after):
+        yield "reject", f"{path} removes the check {loss.shown}."
+    if after is not None:
+        for loss in weakened_checks(before, after):
+            yield "reject", f"{path} weakens the check {loss.shown}."
+
+
+def _automatic(triggers: Mapping[str, Any]) -> list[str]:
+    return [event for event in triggers if event not in MANUAL_EVENTS]
+
+
+def _triggers(path: str, before: Workflow, after: Workflow) -> Iterator[Finding]:
+    old, new = before.triggers, after.triggers
+    if not old:
+        return
+    checks = runs_checks(before)
+    if _automatic(old) and not _automatic(new):
+        what = ", ".join(sorted(new)) or "no trigger at all"
+        decision: Literal["reject", "review"] = "reject" if checks else "review"
+        yield (
+            decision,
+            (
+                f"{path} no longer runs on its own: its triggers {sorted(_automatic(old))} are "
+                f"replaced by {what}, which disables its checks on every change."
+                if checks
+                else f"{path} no longer runs on its own (only {what})."
+            ),
+        )
+        return
+    for event in _CODE_EVENTS:
+        if event in old and event not in new:
+            yield (
+                "review",
+                f"{path} removes its {event} trigger, so its jobs stop running on {event} events.",
+            )
+        elif event in old and event in new and not typed_equal(old[event], new[event]):
+            yield (
+                "review",
+                (
+                    f"{path} changes the filters of its {event} trigger, which can stop its jobs "
+                    "from running on the changes they guard."
+                ),
+            )
+
+
+def _head_checkout(workflow: Workflow) -> bool:
+    for job in workflow.jobs.values():
+        for step in job_steps(job):
+            action = parse_action(step.get("uses"))
+            args = step.get("with")
+            if action is None or action.name != "actions/checkout" or not isinstance(args, Mapping):
+                continue
+            ref = args.get("ref", args.get("repository", ""))
+            if isinstance(ref, str) and any(marker in ref for marker in _HEAD_REFS):
+                return True
+    return False
+
+
+def _target(path: str, before: Workflow | None, after: Workflow) -> Iterator[Finding]:
+    old = before.triggers if before is not None else {}
+    new = after.triggers
+    for event in ("pull_request_target", "workflow_run"):
+        if event not in new:
+            continue
+        head = _head_checkout(after)
+        if event in old and (before is not None and _head_checkout(before) == head):
+            continue
+        if head:
+            yield (
+                "reject",
+                (
+                    f"{path} runs on {event} and checks out the pull request's code: untrusted "
+                    "code then runs with the repository's token and secrets."
+                ),
+            )
+        elif event not in old:
+            yield (
+                "review",
+                (
+                    f"{path} adds the {event} trigger, which gives runs started from forks the "
+                    "repository's token and secrets."
+                ),
+            )
+
+
+def _actions(path: str, before: Workflow | None, after: Workflow) -> Iterator[Finding]:
+    used: set[str] = set()
+    if before is not None:
+        for job in before.jobs.values():
+            for step in job_steps(job):
+                action = parse_action(step.get("uses"))
+                if action is not None:
+                    used.add(f"{action.owner}/{action.repo}".lower())
+    known = sorted(used | WELL_KNOWN)
+    seen: set[str] = set()
+    for job in after.jobs.values():
+        for step in job_steps(job):
+            action = parse_action(step.get("uses"))
+            if action is None:
+                continue
+            name = f"{action.owner}/{action.repo}".lower()
+            if name in used or name in WELL_KNOWN or name in seen:
+                continue
+            seen.add(name)
+            imitated = lookalike(action, known)
+            if imitated is not None:
+                yield (
+                    "reject",
+                    (
+                        f"{path} uses {action.owner}/{action.repo}, which is not {imitated} but "
+                        "another account's repository with a look-alike name."
+                    ),
+                )
