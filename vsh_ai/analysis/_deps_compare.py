@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -10,16 +11,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from ._deps_intervals import Relation
 from ._deps_model import _NPM_OVERRIDES, Dependency, LockEntry, Manifest, marker_never_holds
-from ._deps_ranges import (
-    Ecosystem,
-    _intervals,
-    _lowest,
-    is_newer,
-    major_of,
-    npm_range_subset,
-    pep440_subset,
-)
+from ._deps_ranges import Ecosystem, is_newer, major_of, relate_ranges
+
+_DIST_TAG = re.compile(r"^[A-Za-z][\w.-]*$")
 
 HashState = Literal["none", "kept", "replaced", "removed", "added"]
 
@@ -100,47 +96,63 @@ class DependencyChange:
         return old is None or new is None or old != new
 
     @property
-    def narrowed(self) -> bool | None:
-        """The new range admits only versions the old one did (None: cannot tell)."""
+    def relation(self) -> Relation | None:
+        """How the new range relates to the old one (None: a source, or not a range)."""
         if self.before is None or self.after is None:
             return None
         if self.before.source is not None or self.after.source is not None:
             return None
-        if self.ecosystem == "npm":
-            return npm_range_subset(self.after.spec, self.before.spec)
-        return pep440_subset(self.after.spec, self.before.spec)
+        return relate_ranges(self.ecosystem, self.after.spec, self.before.spec)
+
+    @property
+    def narrowed(self) -> bool | None:
+        """The new range admits only versions the old one did (None: cannot tell)."""
+        relation = self.relation
+        return None if relation is None else relation.subset
+
+    @property
+    def looseness(self) -> str | None:
+        """How the new range lets in versions the old one kept out, other than by an upgrade.
+
+        "" when it does not: a narrower range (``^8.2.3`` -> ``^8.5.0``), an exact pin
+        moved to another exact pin (see :attr:`downgraded`), a range moved up. Else a true
+        phrase: the exact pin was dropped, the range reaches below every version the old
+        one admitted, the upper bound was dropped, a dist-tag replaces the range. None:
+        one side cannot be read as a range (cannot tell).
+        """
+        if self.before is None or self.after is None or self.after.source is not None:
+            return ""
+        if self.before.source is not None or self.new_pin is not None:
+            return ""
+        if self.old_pin is not None:
+            return "is no longer an exact pin"
+        relation = self.relation
+        if relation is None:
+            tag = self.after.spec.strip()
+            if self.ecosystem == "npm" and _DIST_TAG.match(tag):
+                return (
+                    f"follows the dist-tag {tag!r} (whatever version it names) instead of a range"
+                )
+            return None
+        if relation.subset or relation.empty:
+            return ""
+        if relation.floor == "lower" and not relation.disjoint:
+            return "now admits versions older than any the old range admitted"
+        if relation.ceiling_dropped:
+            return "no longer has an upper bound"
+        return ""
 
     @property
     def loosened(self) -> bool:
-        """The new range lets in versions the old one kept out, other than by an upgrade.
+        return bool(self.looseness)
 
-        An exact pin that became a range (or nothing), a lower bound that moved down, an
-        upper bound that was dropped, or a range that cannot be parsed. An exact pin moved
-        to another exact pin is not loosened (see :attr:`newer` for the direction);
-        ``^4.17.20`` -> ``^5.0.0`` is an upgrade, not a loosening.
-        """
-        if self.before is None or self.after is None or self.after.source is not None:
-            return False
-        if self.before.source is not None:
-            return False
-        if self.new_pin is not None:
-            return False
-        if self.old_pin is not None:
-            return True
-        if self.narrowed is True:
-            return False
-        old, new = (
-            _intervals(self.ecosystem, self.before.spec),
-            _intervals(self.ecosystem, self.after.spec),
-        )
-        if old is None or new is None or not new:
-            return new is None or old is None
-        old_low, new_low = _lowest(old), _lowest(new)
-        if new_low is None and old_low is not None:
-            return True
-        if new_low is not None and old_low is not None and new_low < old_low:
-            return True
-        return any(i[2] is None for i in new) and all(i[2] is not None for i in old)
+    @property
+    def downgraded(self) -> bool:
+        """An exact pin moved to an older one, or the whole range moved below the old one."""
+        if self.old_pin is not None and self.new_pin is not None:
+            return self.newer is False and self.old_pin != self.new_pin
+        relation = self.relation
+        return relation is not None and relation.disjoint and relation.floor == "lower"
 
     @property
     def disabled(self) -> bool:

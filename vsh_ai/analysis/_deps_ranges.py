@@ -7,13 +7,16 @@ answered exactly for the operators both grammars share, never by looking at digi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import Any, Literal
 
 import nodesemver  # type: ignore[import-untyped]
-from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from ._deps_intervals import Relation, _intersect_all, _Interval, _subset, relate
+from ._deps_pep440 import python_intervals, version_key
 
 Ecosystem = Literal["pypi", "npm"]
 
@@ -24,146 +27,11 @@ _NPM_SOURCE = re.compile(
 # Bounds on untrusted input: node-semver's range parser is quadratic in whitespace runs,
 # and every `!=` clause splits an interval, so longer specs are "cannot tell" (None).
 MAX_NPM_SPEC = 256
-MAX_PEP440_CLAUSES = 32
-
-# An interval: (low, low_inclusive, high, high_inclusive); None is unbounded.
-_Interval = tuple[Any, bool, Any, bool]
-
-
-def _lt_low(a: _Interval, b: _Interval) -> bool:
-    """a's lower bound is strictly below b's."""
-    if a[0] is None:
-        return b[0] is not None
-    if b[0] is None:
-        return False
-    return bool(a[0] < b[0] or (a[0] == b[0] and a[1] and not b[1]))
-
-
-def _intersect(a: _Interval, b: _Interval) -> _Interval | None:
-    low = b if _lt_low(a, b) else a
-    if a[2] is None:
-        high = b
-    elif b[2] is None or a[2] < b[2] or (a[2] == b[2] and not a[3]):
-        high = a
-    else:
-        high = b
-    result = (low[0], low[1], high[2], high[3])
-    low_value, high_value = result[0], result[2]
-    empty = (
-        low_value is not None
-        and high_value is not None
-        and (low_value > high_value or (low_value == high_value and not (result[1] and result[3])))
-    )
-    if empty:
-        return None
-    return result
-
-
-def _intersect_all(sets: Iterable[list[_Interval]]) -> list[_Interval]:
-    current: list[_Interval] = [(None, False, None, False)]
-    for intervals in sets:
-        current = [i for a in current for b in intervals if (i := _intersect(a, b)) is not None]
-    return current
-
-
-def _covered(inner: _Interval, outers: Sequence[_Interval]) -> bool:
-    """``inner`` lies within one interval of ``outers`` (callers merge nothing: sound, strict)."""
-    for outer in outers:
-        if _lt_low(inner, outer):
-            continue
-        if outer[2] is None:
-            return True
-        if inner[2] is None:
-            continue
-        if inner[2] < outer[2] or (inner[2] == outer[2] and (outer[3] or not inner[3])):
-            return True
-    return False
-
-
-def _merge(intervals: list[_Interval]) -> list[_Interval]:
-    """Sorted, touching intervals joined (so a range split by ``||`` still covers a subset)."""
-    ordered = sorted(
-        intervals,
-        key=lambda i: (i[0] is not None, i[0] if i[0] is not None else 0, not i[1]),
-    )
-    merged: list[_Interval] = []
-    for interval in ordered:
-        if merged:
-            last = merged[-1]
-            touches = (
-                last[2] is None
-                or interval[0] is None
-                or interval[0] < last[2]
-                or (interval[0] == last[2] and (last[3] or interval[1]))
-            )
-            if touches:
-                if last[2] is None or (
-                    interval[2] is not None
-                    and (last[2] > interval[2] or (last[2] == interval[2] and last[3]))
-                ):
-                    continue
-                merged[-1] = (last[0], last[1], interval[2], interval[3])
-                continue
-        merged.append(interval)
-    return merged
-
-
-def _subset(inner: list[_Interval], outer: list[_Interval]) -> bool:
-    outer = _merge(outer)
-    return all(_covered(i, outer) for i in inner)
-
-
-def _prefix_bounds(text: str) -> tuple[Version, Version]:
-    """``2.32`` (from ``==2.32.*``) -> [2.32.dev0, 2.33.dev0)."""
-    parts = [int(p) for p in Version(text).release]
-    upper = [*parts[:-1], parts[-1] + 1]
-    low = Version(".".join(map(str, parts)) + ".dev0")
-    return low, Version(".".join(map(str, upper)) + ".dev0")
-
-
-def _pep440_intervals(spec: Specifier) -> list[_Interval]:
-    op, text = spec.operator, spec.version
-    if text.endswith(".*"):
-        low, high = _prefix_bounds(text[:-2])
-        if op == "==":
-            return [(low, True, high, False)]
-        if op == "!=":
-            return [(None, False, low, False), (high, True, None, False)]
-        raise InvalidSpecifier(str(spec))
-    version = Version(text)
-    if op in ("==", "==="):
-        return [(version, True, version, True)]
-    if op == "!=":
-        return [(None, False, version, False), (version, False, None, False)]
-    if op == ">=":
-        return [(version, True, None, False)]
-    if op == ">":
-        return [(version, False, None, False)]
-    if op == "<=":
-        return [(None, False, version, True)]
-    if op == "<":
-        return [(None, False, version, False)]
-    if op == "~=":
-        release = version.release
-        _, high = _prefix_bounds(".".join(map(str, release[:-1])))
-        return [(version, True, high, False)]
-    raise InvalidSpecifier(str(spec))
-
-
-def pep440_intervals(specifier: str) -> list[_Interval] | None:
-    """The versions a PEP 440 specifier set admits, as intervals; None if not parseable."""
-    try:
-        specs = list(SpecifierSet(specifier))
-        if len(specs) > MAX_PEP440_CLAUSES:
-            return None
-        return _intersect_all(_pep440_intervals(s) for s in specs)
-    except (InvalidSpecifier, InvalidVersion, ValueError):
-        return None
 
 
 def pep440_subset(new: str, old: str) -> bool | None:
     """True when every version ``new`` admits, ``old`` admits too (never loosened)."""
-    a, b = pep440_intervals(new), pep440_intervals(old)
+    a, b = python_intervals(new), python_intervals(old)
     return None if a is None or b is None else _subset(a, b)
 
 
@@ -242,13 +110,25 @@ def _npm_text(spec: str) -> str | None:
 
 
 def _intervals(ecosystem: Ecosystem, spec: str) -> list[_Interval] | None:
-    return npm_intervals(spec) if ecosystem == "npm" else pep440_intervals(spec)
+    return npm_intervals(spec) if ecosystem == "npm" else python_intervals(spec)
 
 
-def _lowest(intervals: Sequence[_Interval]) -> Any:
-    """The smallest lower bound (None: unbounded below)."""
-    lows = [i[0] for i in intervals]
-    return None if any(low is None for low in lows) else min(lows)
+def floor_major(ecosystem: Ecosystem, spec: str) -> int | None:
+    """The major version of the lowest version ``spec`` admits (None: unbounded or unknown)."""
+    found = _intervals(ecosystem, spec)
+    if not found or any(i[0] is None for i in found):
+        return None
+    low = min(i[0] for i in found)
+    if ecosystem == "npm":
+        return int(low[0])
+    release = low[1]
+    return int(release[0]) if release else 0
+
+
+def relate_ranges(ecosystem: Ecosystem, new: str, old: str) -> Relation | None:
+    """How the range ``new`` relates to ``old`` (None: either cannot be read as a range)."""
+    a, b = _intervals(ecosystem, new), _intervals(ecosystem, old)
+    return None if a is None or b is None else relate(a, b)
 
 
 def npm_range_subset(new: str, old: str) -> bool | None:
@@ -288,9 +168,21 @@ def satisfies(ecosystem: Ecosystem, version: str, spec: str) -> bool | None:
             if text is None or _NPM_SOURCE.match(text) or len(version) > MAX_NPM_SPEC:
                 return None
             return bool(nodesemver.satisfies(version, text, False))
-        return SpecifierSet(spec).contains(Version(version), prereleases=True)
+        try:
+            return SpecifierSet(spec).contains(Version(version), prereleases=True)
+        except InvalidSpecifier:  # a Poetry constraint (^1.2, ~1.2.3, 1.2.*)
+            found = python_intervals(spec)
+            key = version_key(Version(version))
+            return None if found is None else any(_holds(i, key) for i in found)
     except (InvalidVersion, InvalidSpecifier, ValueError, TypeError):
         return None
+
+
+def _holds(interval: _Interval, key: object) -> bool:
+    low, low_inclusive, high, high_inclusive = interval
+    above = low is None or low < key or (low_inclusive and low == key)
+    below = high is None or key < high or (high_inclusive and key == high)
+    return bool(above and below)
 
 
 def major_of(ecosystem: Ecosystem, version: str) -> int | None:
