@@ -37,7 +37,10 @@ class AllowConfig(Allowance):
     Patterns: dotted keys, ``[0]``/``[*]`` list items, ``*`` one key, ``**`` any depth;
     the last segment may glob a key's name (``**.*_timeout_s``); the first pattern that
     matches decides; a ``list``/``table``/``any`` constraint also covers everything below
-    its key.
+    its key. Keys match as written or as words in any case style (``**.*timeout_ms``
+    matches ``readTimeoutMs``, ``read-timeout-ms``, ``READ_TIMEOUT_MS``). Setting a key the
+    old file documents as a commented-out option (``# timeout_s = 30``) is a change of it,
+    not an addition, when its value is within the constraint.
     """
 
     type: Literal["allow_config"] = "allow_config"
@@ -118,6 +121,8 @@ class AllowConfig(Allowance):
         if not changes:
             return Claim(True, f"{path}: same {fmt} values (only comments or formatting)")
         checker = Checker(self.may_change, fmt, before, after, MISSING)
+        old_bytes = evidence.before_bytes(path) if change.kind == "modify" else None
+        checker.before_text = old_bytes.decode("utf-8", "replace") if old_bytes else ""
         problems: list[str] = []
         proven: list[str] = []
         for key_change in changes:

@@ -35,6 +35,7 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
+from ..analysis._config_words import canonical_key, word_hit
 from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
@@ -72,6 +73,16 @@ def _keys_regex(patterns: tuple[str, ...]) -> Any:
 def _covers(patterns: tuple[str, ...], key: str) -> bool:
     """True when ``key`` is a pattern or lies below one (see the module docs)."""
     return _keys_regex(patterns).fullmatch(matchable(key)) is not None
+
+
+# A key whose last word is one of these sizes, counts or times the thing a keep pattern
+# named (token_cache_size, session_timeout_s): changing it is reviewed, never rejected.
+_QUANTITY_WORDS_TEXT = """
+    size sizes count counts capacity timeout timeouts ttl interval ms s sec secs second
+    seconds minute minutes min hour hours day days mb kb gb bytes entries workers threads
+    retries buffer len length max
+"""
+_QUANTITY_WORDS = frozenset(_QUANTITY_WORDS_TEXT.split())
 
 
 def _same(actual: Any, expected: Any) -> bool:
@@ -115,20 +126,37 @@ class ConfigInvariants(Rule):
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         problems: list[str] = []
+        loose: list[str] = []
         for change in evidence.changes:
             if matching(self.globs, change.path, ignore_case=True) is None:
                 continue
             if change.before is not None and change.before.kind != "file":
                 continue
-            problems.extend(self._check_file(evidence, change.path))
-        if not problems:
-            return None
-        return self.verdict(self.action, " ".join(problems))
+            problems.extend(self._check_file(evidence, change.path, loose))
+        if problems:
+            return self.verdict(self.action, " ".join(problems))
+        if loose:
+            return self.verdict("review", " ".join(loose))
+        return None
+
+    def _strong(self, key: str) -> bool:
+        """Whether a keep pattern names ``key`` by a whole word (see :func:`word_hit`) and
+        the key is not a size, count or duration of the matched thing."""
+        last = canonical_key(key).rsplit(".", 1)[-1].rsplit("_", 1)[-1]
+        if last in _QUANTITY_WORDS:
+            return False
+        for pattern in self.keep:
+            if not _covers((pattern,), key):
+                continue
+            core = pattern.rsplit(".", 1)[-1]
+            if "*" not in core or word_hit(core.strip("*"), key):
+                return True
+        return False
 
     def _tree(self, data: bytes | None, path: str) -> Any:
         return MISSING if data is None else parse_config(data, self.format, path)
 
-    def _check_file(self, evidence: Evidence, path: str) -> list[str]:
+    def _check_file(self, evidence: Evidence, path: str, loose: list[str]) -> list[str]:
         before_bytes = evidence.before_bytes(path)
         after_bytes = evidence.after_bytes(path)
         if after_bytes is None:
@@ -152,7 +180,14 @@ class ConfigInvariants(Rule):
                 "fix the syntax and keep every key unique."
             ]
         problems: list[str] = []
-        changed = [c.key for c in changes if _covers(self.keep, c.key)]
+        covered = [c.key for c in changes if _covers(self.keep, c.key)]
+        changed = [key for key in covered if self.action == "review" or self._strong(key)]
+        weak = [key for key in covered if key not in changed]
+        if weak:
+            loose.append(
+                f"{path}: {describe_paths(weak)} may be a protected setting (its name shares "
+                "letters with one, or it sizes or times one); a human must review the change."
+            )
         if changed:
             problems.append(
                 f"{path}: {describe_paths(changed)} must keep the current value; "

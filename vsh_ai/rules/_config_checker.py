@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis._config import ConfigSyntaxError, flatten, typed_equal
+from ..analysis._config_context import commented_option
+from ..analysis._quantities import duration_seconds, in_unit, size_bytes
 from ._constraints import (
     _BOOLEANS,
     _INTEGER,
@@ -41,6 +43,7 @@ class Checker:
         self.after = after
         self.missing = missing
         self.checked: dict[str, tuple[bool, str]] = {}
+        self.before_text = ""  # the old file's text: options documented there as comments
 
     def _match(self, key: str) -> tuple[str, str, KeyConstraint] | None:
         """(pattern, matched key or ancestor, constraint).
@@ -91,6 +94,18 @@ class Checker:
             return result
         return self._value(key, before, after, constraint)
 
+    def bounds(self, key: str, before: Any, after: Any) -> str | None:
+        """Why a present ``after`` value breaks the constraint its key matches, or None
+        (unmatched keys, additions and removals are not this question)."""
+        if after is self.missing:
+            return None
+        found = self._match(key)
+        if found is None or found[1] != key:
+            return None
+        constraint = found[2].model_copy(update={"may_add": True, "may_remove": True})
+        ok, text = self._value(key, before, after, constraint)
+        return None if ok else text
+
     def _show(self, value: Any) -> str:
         return "absent" if value is self.missing else short(value)
 
@@ -100,26 +115,34 @@ class Checker:
         want = constraint.describe()
         if before is self.missing and after is self.missing:
             return True, f"{key} unchanged"
+        uncommented = False
         if before is self.missing and not constraint.may_add and self.before is not self.missing:
-            return False, f"{key} was added but may only be changed, not added"
+            if not (self.before_text and commented_option(self.before_text, key)):
+                return False, f"{key} was added but may only be changed, not added"
+            uncommented = True  # `# timeout_s = 30` documented it: setting it is a change
         if after is self.missing:
             if not constraint.may_remove:
                 return False, f"{key} was removed; keep it (it may only change as {want})"
             return True, f"{key} removed"
-        value, error = self._coerce(after, constraint.type)
+        value, error = self._coerce(after, constraint.type, constraint.unit)
         if error:
             return False, f"{key} = {short(after)} is not {error}; it must be {want}"
         old: Any = self.missing
         if before is not self.missing:
-            old, old_error = self._coerce(before, constraint.type)
+            old, old_error = self._coerce(before, constraint.type, constraint.unit)
             if old_error:
                 old = self.missing
         problem = self._problem(value, old, constraint)
         if problem:
             return False, f"{key} = {short(after)} {problem}; it must be {want}"
-        return True, f"{key} {self._show(before)} -> {short(after)} ({want})"
+        how = "uncomments the documented option, " if uncommented else ""
+        return True, f"{key} {self._show(before)} -> {short(after)} ({how}{want})"
 
-    def _coerce(self, value: Any, kind: ConstraintType) -> tuple[Any, str | None]:
+    def _coerce(
+        self, value: Any, kind: ConstraintType, unit: str | None = None
+    ) -> tuple[Any, str | None]:
+        if kind in ("duration", "size"):
+            return _quantity(value, kind, unit)
         if self.fmt in _STRING_FORMATS and isinstance(value, str):
             text = value.strip()
             if kind == "integer":
@@ -148,7 +171,7 @@ class Checker:
         return value, None
 
     def _item_problem(self, item: Any, constraint: KeyConstraint) -> str | None:
-        value, error = self._coerce(item, constraint.type)
+        value, error = self._coerce(item, constraint.type, constraint.unit)
         if error:
             return f"is not {error} ({short(item)})"
         return self._problem(value, self.missing, constraint)
@@ -168,18 +191,22 @@ class Checker:
 
     def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
         kind = constraint.type
-        if kind in ("integer", "number"):
+        if kind in _NUMERIC:
+            unit = " s" if kind == "duration" else " B" if kind == "size" else ""
             if constraint.min is not None and value < constraint.min:
-                return f"is below {_num(constraint.min)}"
+                return f"is below {_num(constraint.min)}{unit}"
             if constraint.max is not None and value > constraint.max:
-                return f"is above {_num(constraint.max)}"
+                return f"is above {_num(constraint.max)}{unit}"
+            relative = _relative_problem(value, old, constraint, self.missing)
+            if relative:
+                return relative
         if kind == "string" and constraint.direction is not None:
             if old is self.missing:
                 return "has no earlier version to compare with"
             moved = _version_problem(old, value, constraint.direction)
             if moved:
                 return moved
-        numeric = kind in ("integer", "number") and old is not self.missing
+        numeric = kind in _NUMERIC and old is not self.missing
         if numeric and constraint.direction is not None:
             if constraint.direction == "increase" and value < old:
                 return f"decreases from {old}"
@@ -208,9 +235,10 @@ class Checker:
             problem = self._table_problem(value, constraint.keys)
             if problem:
                 return problem
-        if constraint.enum is not None:
+        allowed_values = constraint.allowed
+        if allowed_values is not None:
             for item in items:
-                if not any(typed_equal(item, allowed) for allowed in constraint.enum):
+                if not any(typed_equal(item, allowed) for allowed in allowed_values):
                     return f"{'has' if kind == 'list' else 'is'} {short(item)}, not allowed"
         if constraint.pattern is not None:
             compiled = compile_re2(constraint.pattern)
@@ -218,3 +246,49 @@ class Checker:
                 if not isinstance(item, str) or compiled.fullmatch(item) is None:
                     return f"{'has' if kind == 'list' else 'is'} {short(item)}, not matching"
         return None
+
+
+_NUMERIC = ("integer", "number", "duration", "size")
+
+
+def _quantity(value: Any, kind: str, unit: str | None) -> tuple[Any, str | None]:
+    """A duration (seconds) or size (bytes) from a string with units or a bare number."""
+    base = unit or ("s" if kind == "duration" else "B")
+    if isinstance(value, bool):
+        return None, f"a {kind}"
+    number: float | None = None
+    if isinstance(value, int | float):
+        number = in_unit(float(value), base, kind)
+    elif isinstance(value, str):
+        text = value.strip()
+        if _NUMBER.fullmatch(text):
+            number = in_unit(float(text), base, kind)
+        else:
+            number = duration_seconds(text) if kind == "duration" else size_bytes(text)
+    if number is None or not math.isfinite(number):
+        spelled = "'30s', '1h30m', '500ms'" if kind == "duration" else "'512MB', '4 GiB'"
+        return None, f"a {kind} ({spelled} or a number in {base})"
+    return number, None
+
+
+def _relative_problem(
+    value: float, old: Any, constraint: KeyConstraint, missing: object
+) -> str | None:
+    """Why ``value`` is too far from the current value ``old`` (factor, step), or None."""
+    if constraint.factor is None and constraint.step is None:
+        return None
+    if old is missing:
+        return "has no current value to compare with (the bound is relative to it)"
+    if constraint.step is not None and abs(value - old) > constraint.step:
+        return f"moves {_num(abs(value - old))} from {_num(old)} (at most {_num(constraint.step)})"
+    factor = constraint.factor
+    if factor is not None:
+        if old == 0 or value == 0 or (old < 0) != (value < 0):
+            if value != old:
+                return f"changes from {_num(old)}, which no factor of it reaches"
+        elif not (1 / factor <= value / old <= factor):
+            return (
+                f"is {_num(round(max(value / old, old / value), 2))} times the current "
+                f"{_num(old)} (at most {_num(factor)} times)"
+            )
+    return None

@@ -7,13 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..analysis._quantities import duration_seconds, in_unit, size_bytes
 from ._content import compile_re2
 from ._glob import check_globs
 from ._key_patterns import name_glob
 
 __all__ = ("ConstraintType", "KeyConstraint", "globs_given", "short")
 
-ConstraintType = Literal["string", "integer", "number", "boolean", "list", "table", "any"]
+ConstraintType = Literal[
+    "string", "integer", "number", "duration", "size", "boolean", "list", "table", "any"
+]
+_NUMERIC = ("integer", "number", "duration", "size")
+_BASE_UNIT = {"duration": "s", "size": "B"}
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -42,8 +47,14 @@ class KeyConstraint(BaseModel):
     """What a changed config key may become.
 
     ``type`` is required. ``min``/``max`` bound numbers (list length for lists);
-    ``enum`` lists allowed values (typed: ``true`` is not ``1``); ``pattern`` is an RE2
-    full match for strings; ``direction`` restricts numbers to increase or decrease (for
+    ``duration`` and ``size`` are numbers too, read from strings with units (``"10s"``,
+    ``"1h30m"``, ``"4 GiB"``, ``"512m"``) or as bare numbers in ``unit`` (default seconds /
+    bytes), and compared as seconds / bytes; their ``min``/``max``/``step`` may be written
+    with units (``max = "1h"``). ``factor`` bounds a number relative to its current value
+    (new/old within [1/factor, factor]) and ``step`` absolutely (``|new - old| <= step``);
+    both need a current value. ``enum`` lists allowed values (typed: ``true`` is not
+    ``1``) or, as a table, names each allowed value's meaning. ``pattern`` is an RE2 full
+    match for strings; ``direction`` restricts numbers to increase or decrease (for
     strings: a version, ``name@v1.2`` or ``1.2.3``, whose name stays and whose version
     only moves that way; a value that is not such a version is not claimed);
     ``only_to`` restricts booleans to one value; ``may_add``/``may_remove`` allow the key
@@ -55,7 +66,16 @@ class KeyConstraint(BaseModel):
     type: ConstraintType
     min: float | None = None
     max: float | None = None
-    enum: tuple[Any, ...] | None = None
+    factor: float | None = Field(
+        default=None, gt=1, description="New/old must lie within [1/factor, factor]."
+    )
+    step: float | None = Field(default=None, ge=0, description="|new - old| at most this.")
+    unit: str | None = Field(
+        default=None, description="duration/size: the unit of bare numbers (ms, s, MB, ...)."
+    )
+    enum: tuple[Any, ...] | dict[str, str] | None = Field(
+        default=None, description="Allowed values: a list, or a table value -> its meaning."
+    )
     pattern: str | None = Field(default=None, description="RE2 full match for strings.")
     direction: Literal["increase", "decrease"] | None = None
     only_to: bool | None = Field(default=None, description="Booleans may only become this.")
@@ -69,6 +89,28 @@ class KeyConstraint(BaseModel):
         description="table: every key of the table must match one of these patterns.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _quantities(cls, data: Any) -> Any:
+        """``min``/``max``/``step`` of a duration or size written with units -> base units."""
+        if not isinstance(data, dict) or data.get("type") not in ("duration", "size"):
+            return data
+        kind = data["type"]
+        unit = data.get("unit") or _BASE_UNIT[kind]
+        if not isinstance(unit, str) or in_unit(1.0, unit, kind) is None:
+            raise ValueError(f"unit {unit!r} is not a {kind} unit")
+        out = dict(data)
+        for name in ("min", "max", "step"):
+            value = out.get(name)
+            if isinstance(value, str):
+                parsed = duration_seconds(value) if kind == "duration" else size_bytes(value)
+                if parsed is None:
+                    raise ValueError(f"{name} = {value!r} is not a {kind} ('10s', '4 GiB')")
+                out[name] = parsed
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                out[name] = in_unit(float(value), unit, kind)
+        return out
+
     @field_validator("pattern")
     @classmethod
     def _re2(cls, pattern: str | None) -> str | None:
@@ -79,14 +121,19 @@ class KeyConstraint(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> KeyConstraint:
         if (self.min is not None or self.max is not None) and self.type not in (
-            "integer",
-            "number",
+            *_NUMERIC,
             "list",
         ):
-            raise ValueError(f"min/max apply to integer, number or list, not {self.type}")
-        if self.direction is not None and self.type not in ("integer", "number", "string"):
             raise ValueError(
-                "direction applies to integer, number or (version) string; for booleans use "
+                f"min/max apply to integer, number, duration, size or list, not {self.type}"
+            )
+        if (self.factor is not None or self.step is not None) and self.type not in _NUMERIC:
+            raise ValueError("factor/step apply to integer, number, duration or size")
+        if self.unit is not None and self.type not in ("duration", "size"):
+            raise ValueError("unit applies to duration and size")
+        if self.direction is not None and self.type not in (*_NUMERIC, "string"):
+            raise ValueError(
+                "direction applies to numbers or (version) strings; for booleans use "
                 "only_to = true|false"
             )
         if self.only_to is not None and self.type != "boolean":
@@ -104,14 +151,31 @@ class KeyConstraint(BaseModel):
             raise ValueError(f"min {self.min} is greater than max {self.max}")
         return self
 
+    @property
+    def allowed(self) -> tuple[Any, ...] | None:
+        """The enum's allowed values (a table's keys), or None."""
+        if isinstance(self.enum, dict):
+            return tuple(self.enum)
+        return self.enum
+
+    def meaning(self, value: Any) -> str:
+        """What the enum table says ``value`` means ('' when it says nothing)."""
+        return self.enum.get(value, "") if isinstance(self.enum, dict) else ""
+
     def describe(self) -> str:
         parts: list[str] = [self.type]
+        unit = _BASE_UNIT.get(self.type, "")
+        suffix = f" {unit}" if unit else ""
         if self.min is not None or self.max is not None:
             low = "" if self.min is None else _num(self.min)
             high = "" if self.max is None else _num(self.max)
-            parts.append(f"within {low}..{high}")
+            parts.append(f"within {low}..{high}{suffix}")
+        if self.factor is not None:
+            parts.append(f"at most {_num(self.factor)}x up or down from the current value")
+        if self.step is not None:
+            parts.append(f"at most {_num(self.step)}{suffix} from the current value")
         if self.enum is not None:
-            parts.append("one of " + ", ".join(short(v) for v in self.enum))
+            parts.append("one of " + ", ".join(short(v) for v in self.allowed or ()))
         if self.pattern is not None:
             parts.append(f"matching {self.pattern!r}")
         if self.direction is not None:

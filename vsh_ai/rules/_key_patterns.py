@@ -9,6 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..analysis._config import check_key_pattern, key_matches, name_matches, typed_equal
+from ..analysis._config_keys import _segments
+from ..analysis._config_words import canonical_key, snake, words
 
 __all__ = ("list_diff", "name_glob", "pattern_matches", "split_key", "subtree")
 
@@ -60,6 +62,53 @@ def name_glob(pattern: str) -> tuple[str, str | None]:
 
 @lru_cache(maxsize=65536)
 def pattern_matches(pattern: str, key: str) -> bool:
+    """True when ``key`` matches ``pattern`` as written, or once both are read as words
+    (``**.*timeout_ms`` matches ``server.readTimeoutMs`` and ``read-timeout-ms``)."""
+    if _spelled_matches(pattern, key):
+        return True
+    words_key = canonical_key(key)
+    words_pattern = _canonical_pattern(pattern)
+    if words_key == key and words_pattern == pattern:
+        return False
+    return _spelled_matches(words_pattern, words_key)
+
+
+_GLOB_PIECES = re.compile(r"([*?]+)")
+
+
+def _glob_snake(glob: str) -> str:
+    """A name glob's literal pieces snake-cased (``*TimeoutMs`` -> ``*timeout_ms``)."""
+    out: list[str] = []
+    for piece in _GLOB_PIECES.split(glob):
+        if not piece or piece[0] in "*?" or not words(piece):
+            out.append(piece)
+            continue
+        lead = "_" if piece[0] in "_-" else ""
+        trail = "_" if piece[-1] in "_-" else ""
+        out.append(lead + snake(piece) + trail)
+    return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _canonical_pattern(pattern: str) -> str:
+    structural, name = name_glob(pattern)
+    parts: list[str] = []
+    for segment in _segments(structural, True):
+        tag = segment[0]
+        if tag == "index":
+            parts.append(f"[{segment[1]}]")
+        elif tag == "any_index":
+            parts.append("[*]")
+        else:
+            text = {"any_key": "*", "any": "**"}.get(tag) or json.dumps(snake(segment[1]))
+            parts.append(("." if parts else "") + text)
+    joined = "".join(parts)
+    if name is None:
+        return joined
+    return joined[: -len("*")] + _glob_snake(name) if joined.endswith("*") else joined
+
+
+def _spelled_matches(pattern: str, key: str) -> bool:
     structural, name = name_glob(pattern)
     if not key_matches(structural, key):
         return False
