@@ -13,6 +13,7 @@ from ._base import Action, Allowance, Claim, OnUnproven, Rule, RuleSet
 from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
+from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
@@ -39,6 +40,7 @@ __all__ = (
     "Completeness",
     "ConfigInvariants",
     "ConfigSyntaxError",
+    "ConfigValues",
     "DeniedChanges",
     "DependencyRisks",
     "ExactContent",

@@ -8,6 +8,7 @@ from ._allow import AllowAddedLines, AllowConfig, AllowPaths
 from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants
+from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
@@ -35,6 +36,7 @@ AnyRule = Annotated[
         ForbiddenPatterns,
         NoSecrets,
         ConfigInvariants,
+        ConfigValues,
         AllowDependencyUpdates,
         DependencyRisks,
         AllowPythonDocs,
