@@ -6,45 +6,121 @@
   commit judge), :func:`load_judge` (declarative judge files).
 - :mod:`vsh_ai.analysis`: what a change means (secrets, globs, config, dependencies, code).
 - :mod:`vsh_ai.evals`: score any judge offline against labelled VSH diffs.
+
+Names are imported on first use (PEP 562): ``import vsh_ai`` alone does not import
+Pydantic AI, VSH or the analysers (``vsh-ai --version`` stays fast).
 """
 
-from ._evidence import (
-    Change,
-    Content,
-    Counters,
-    Digests,
-    Effect,
-    Evidence,
-    EvidenceGap,
-    ExecutionInfo,
-    Node,
-    PolicyResult,
-    WrittenVersion,
-)
-from ._hooks import Judge, JudgeHook, Pipeline, Quorum, as_hook, judge_digest
-from ._judge_files import JudgeFile, JudgeFileError, load_judge, load_judge_file
-from ._simulate import Simulation, simulate
-from ._verdict import Decision, FailureCategory, Usage, Verdict
-from .llm import LLMCommitJudge, SharingPolicy
-from .rules import Rule, RuleSet
-from .toolset import (
-    ApprovalMode,
-    CallKey,
-    ChangedPath,
-    InvalidPrincipal,
-    JudgeScope,
-    OutputLimits,
-    ToolName,
-    ToolsetOptions,
-    ToolState,
-    UnstableCallKey,
-    VshApprovalError,
-    VshCapability,
-    VshResult,
-    VshToolset,
-    default_call_key,
-    denial,
-)
+from __future__ import annotations
+
+import importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ._evidence import (
+        Change,
+        Content,
+        Counters,
+        Digests,
+        Effect,
+        Evidence,
+        EvidenceGap,
+        ExecutionInfo,
+        Node,
+        PolicyResult,
+        WrittenVersion,
+    )
+    from ._hooks import Judge, JudgeHook, Pipeline, Quorum, as_hook, judge_digest
+    from ._judge_files import JudgeFile, JudgeFileError, load_judge, load_judge_file
+    from ._simulate import Simulation, simulate
+    from ._verdict import Decision, FailureCategory, Usage, Verdict
+    from .llm import LLMCommitJudge, SharingPolicy
+    from .rules import Rule, RuleSet
+    from .toolset import (
+        ApprovalMode,
+        CallKey,
+        ChangedPath,
+        InvalidPrincipal,
+        JudgeScope,
+        OutputLimits,
+        ToolName,
+        ToolsetOptions,
+        ToolState,
+        UnstableCallKey,
+        VshApprovalError,
+        VshCapability,
+        VshResult,
+        VshToolset,
+        default_call_key,
+        denial,
+    )
+
+_WHERE = {
+    "._evidence": (
+        "Change",
+        "Content",
+        "Counters",
+        "Digests",
+        "Effect",
+        "Evidence",
+        "EvidenceGap",
+        "ExecutionInfo",
+        "Node",
+        "PolicyResult",
+        "WrittenVersion",
+    ),
+    "._hooks": (
+        "Judge",
+        "JudgeHook",
+        "Pipeline",
+        "Quorum",
+        "as_hook",
+        "judge_digest",
+    ),
+    "._judge_files": (
+        "JudgeFile",
+        "JudgeFileError",
+        "load_judge",
+        "load_judge_file",
+    ),
+    "._simulate": (
+        "Simulation",
+        "simulate",
+    ),
+    "._verdict": (
+        "Decision",
+        "FailureCategory",
+        "Usage",
+        "Verdict",
+    ),
+    ".llm": (
+        "LLMCommitJudge",
+        "SharingPolicy",
+    ),
+    ".rules": (
+        "Rule",
+        "RuleSet",
+    ),
+    ".toolset": (
+        "ApprovalMode",
+        "CallKey",
+        "ChangedPath",
+        "InvalidPrincipal",
+        "JudgeScope",
+        "OutputLimits",
+        "ToolName",
+        "ToolsetOptions",
+        "ToolState",
+        "UnstableCallKey",
+        "VshApprovalError",
+        "VshCapability",
+        "VshResult",
+        "VshToolset",
+        "default_call_key",
+        "denial",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "ApprovalMode",
@@ -95,3 +171,16 @@ __all__ = (
     "load_judge_file",
     "simulate",
 )
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import anyio
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .evals import EvalReport
+
+# Everything heavy (rich, pydantic, Pydantic AI, VSH, the analysers) is imported by the
+# command that needs it: `--version` and the listing commands start in a fraction of
+# the time `eval` needs to import its runner.
 
 __all__ = ("main",)
 
@@ -65,14 +65,26 @@ too. A folder checks every judge file and suite in it. Exit status 2 on any erro
 """
 
 
+class _Version(argparse.Action):
+    """``--version``: the versions are looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show the vsh-ai, VSH, Pydantic AI and Python versions")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(_version_line() + "\n")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
-    from .evals import GATE_METRICS, STRESS_MODES
+    from .evals._names import GATE_METRICS, STRESS_MODES
 
     parser = argparse.ArgumentParser(
         prog="vsh-ai",
         description="vsh-ai: simulate AI agents' file changes in VSH and judge the exact diff.",
     )
-    parser.add_argument("--version", action="version", version=_version_line())
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = commands.add_parser(
         "eval",
@@ -205,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _harvest(args: argparse.Namespace, console: Console) -> int:
     from pydantic import ValidationError
+    from rich.text import Text
 
     from .evals._harvest import DEFAULT_AUTHORIZATION, harvest, suite_yaml
 
@@ -247,7 +260,7 @@ def _harvest(args: argparse.Namespace, console: Console) -> int:
 
 
 def _version_line() -> str:
-    from .evals._report import versions
+    from .evals._names import versions
 
     found = versions()
     return (
@@ -294,6 +307,9 @@ def _write(path: Path, text: str, flag: str) -> None:
 
 
 def _eval(args: argparse.Namespace, console: Console) -> int:
+    import anyio
+    from rich.markup import escape
+
     from .evals import (
         EvalOptions,
         Gate,
@@ -374,15 +390,28 @@ def _suites(console: Console) -> int:
 
 
 def _judges(console: Console) -> int:
-    from ._judge_files import load_judge_file
-    from .evals._suite import bundled_root
+    import tomllib
+
+    from .evals._names import bundled_root
 
     folder = bundled_root() / "judges"
     for path in sorted(folder.glob("*.toml")):
-        spec = load_judge_file(path)
-        llm = "rules + LLM (needs --model)" if spec.llm else "rules only"
-        description = " ".join(spec.description.split())
-        console.print(f"[bold]{spec.id}[/]  {llm}  [dim]{path}[/]\n    {description}")
+        # A listing reads the header fields itself (compiling rules costs far more); a
+        # file they are not plain in goes through the loader, which says what is wrong.
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            judge_id, description = data["id"], data["description"]
+            if not isinstance(judge_id, str) or not isinstance(description, str):
+                raise ValueError(path)
+            has_llm = "llm" in data
+        except (OSError, ValueError, KeyError):
+            from ._judge_files import load_judge_file
+
+            spec = load_judge_file(path)
+            judge_id, description, has_llm = spec.id, spec.description, spec.llm is not None
+        llm = "rules + LLM (needs --model)" if has_llm else "rules only"
+        description = " ".join(description.split())
+        console.print(f"[bold]{judge_id}[/]  {llm}  [dim]{path}[/]\n    {description}")
     return 0
 
 
@@ -437,6 +466,8 @@ def _check_one(path: Path) -> str:
 
 
 def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from rich.text import Text
+
     from ._judge_files import JudgeFileError
     from .evals import SuiteError
 
@@ -459,12 +490,15 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
 def _schema(args: argparse.Namespace, console: Console) -> int:
     import json
 
-    from ._judge_files import schema
-    from .evals import suite_json_schema
+    from rich.text import Text
 
     if args.kind == "judge":
+        from ._judge_files import schema
+
         text = json.dumps(schema(), indent=2, sort_keys=True) + "\n"
     else:
+        from .evals._suite import suite_json_schema
+
         text = suite_json_schema()
     if args.out is not None:
         _check_output(args.out, "--out")
@@ -497,31 +531,48 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+_KNOWN_ERRORS = (
+    ("vsh_ai._judge_files", "JudgeFileError"),
+    ("vsh_ai.evals._suite", "SuiteError"),
+    ("vsh_ai.evals._run", "EvalSetupError"),
+    ("vsh_ai.evals._report", "GateError"),
+    ("vsh_ai.evals._replay", "ReplayError"),
+    ("vsh_ai.evals._pool", "WorkerError"),
+    ("vsh_ai.evals._compare", "ReportError"),
+)
+"""Errors that are the user's input or configuration (one ``error:`` line, exit 2)."""
+
+_LIGHT = frozenset({"suites", "judges", "schema"})
+"""Commands that only read files: pydantic's plugins (Logfire's) need not load for them."""
+
+
+def _known(error: Exception) -> bool:
+    """A known error; its class can only be raised once its module was imported."""
+    if isinstance(error, UsageError):
+        return True
+    for module_name, name in _KNOWN_ERRORS:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(error, getattr(module, name)):
+            return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vsh-ai`` console script; returns the exit status.
 
     0 ok; 1 a ``--fail-if`` gate tripped (nothing else); 2 bad input, a configuration
     error or a run failure, reported as one ``error:`` line on stderr.
     """
-    from ._judge_files import JudgeFileError
-    from .evals import EvalSetupError, GateError, ReplayError, SuiteError
-    from .evals._compare import ReportError
-    from .evals._pool import WorkerError
-
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
     args = _parser().parse_args(argv)
+    if args.command in _LIGHT:
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.text import Text
+
     console = Console() if sys.stdout.isatty() else Console(width=120)
     errors = Console(stderr=True, soft_wrap=True)
-    known = (
-        SuiteError,
-        JudgeFileError,
-        EvalSetupError,
-        GateError,
-        ReplayError,
-        UsageError,
-        WorkerError,
-        ReportError,
-    )
     try:
         if args.command == "eval":
             return _eval(args, console)
@@ -536,12 +587,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "suites":
             return _suites(console)
         return _judges(console)
-    except known as error:
-        # Verbatim: a path or module:attr in the message is neither markup nor an emoji.
-        errors.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, emoji=False)
-        return 2
-    except Exception as error:  # a bug or an environment problem: still not a gate (1)
+    except Exception as error:
+        if _known(error):
+            # Verbatim: a path or module:attr in the message is neither markup nor an emoji.
+            errors.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, emoji=False)
+            return 2
+        # a bug or an environment problem: still not a gate (1)
         if getattr(args, "verbose", False):
+            import traceback
+
             errors.print(Text(traceback.format_exc()), emoji=False, highlight=False)
         hint = "" if getattr(args, "verbose", False) else " (--verbose shows the traceback)"
         errors.print(

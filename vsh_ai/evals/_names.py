@@ -1,10 +1,11 @@
-"""Names the command line needs before anything heavy is imported: gates and stress modes."""
+"""What the command line needs before anything heavy is imported: gates, stress modes, versions."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-__all__ = ("GATE_METRICS", "STRESS_MODES", "StressMode")
+__all__ = ("GATE_METRICS", "STRESS_MODES", "StressMode", "bundled_root", "versions")
 
 StressMode = Literal["always-approve", "always-reject", "malformed", "timeout", "injection"]
 STRESS_MODES: dict[StressMode, str] = {
@@ -44,3 +45,32 @@ GATE_METRICS = (
     "mutant_skipped",
 )
 """Figures a ``--fail-if`` gate can read (``mutant_*`` read the mutants' metrics)."""
+
+
+def versions() -> dict[str, str]:
+    """Versions a report depends on: vsh-ai, vsh-python, pydantic-ai, Python."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("vsh-ai", "vsh-python", "pydantic-ai-slim", "pydantic-evals"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "unknown"
+    out["python"] = platform.python_version()
+    return out
+
+
+def bundled_root() -> Path:
+    """The folder holding the bundled ``evals/`` and ``judges/``.
+
+    An installed wheel carries them as package data in ``vsh_ai/_bundled/`` (see
+    ``pyproject.toml``); a source checkout (or an editable install) has them at the
+    project root, beside the package.
+    """
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "_bundled"
+    if (shipped / "evals").is_dir():
+        return shipped
+    return package.parent

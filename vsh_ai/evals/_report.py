@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ._metrics import LABELS, Metrics
 from ._mutants import MUTATION_KINDS
-from ._names import GATE_METRICS
+from ._names import GATE_METRICS, versions
 from ._outcome import RunFailure
 from ._scoring import MutantKindRow, SuiteResult
 
@@ -145,21 +145,6 @@ class Gate(BaseModel):
         if not _OPS[self.op](float(actual), self.value):
             return None
         return f"{self.label} = {_fmt(actual)} (gate: {self.label}{self.op}{_fmt(self.value)})"
-
-
-def versions() -> dict[str, str]:
-    """Versions a report depends on: vsh-ai, vsh-python, pydantic-ai, Python."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("vsh-ai", "vsh-python", "pydantic-ai-slim", "pydantic-evals"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "unknown"
-    out["python"] = platform.python_version()
-    return out
 
 
 def _now() -> str:
