@@ -193,8 +193,8 @@ async def test_outer_cancellation_fails_the_hook_and_leaves_work_pending(workspa
 
 async def test_capacity_exhaustion_waits_boundedly_then_reviews(workspace, evidence_for) -> None:
     before = snapshot_tree(workspace)
-    judge = Sleeps(seconds=5)
-    hook = as_hook(judge, max_concurrency=1, capacity_wait=0.05, timeout=10)
+    judge = Sleeps(seconds=600)  # holds the only slot for the whole test (cancelled below)
+    hook = as_hook(judge, max_concurrency=1, capacity_wait=0.05, timeout=900)
     held = await evidence_for(FILES, EDIT)
     async with anyio.create_task_group() as group:
         group.start_soon(hook.decide, held)
@@ -208,7 +208,7 @@ async def test_capacity_exhaustion_waits_boundedly_then_reviews(workspace, evide
     verdict = hook.verdict_for(tx)
     assert verdict is not None
     assert verdict.failure == "capacity"
-    assert waited < 2, "the wait for capacity is bounded"
+    assert waited < 300, "the wait for capacity is bounded (it never waited for the slot)"
     assert runtime.native.transaction_state(tx) == "pending_approval"
     assert snapshot_tree(workspace) == before
 
@@ -459,3 +459,27 @@ async def test_forged_verdicts_are_never_approvals(workspace, make_judge) -> Non
     assert verdict is not None
     assert verdict.failure in ("wrong_type", "exception")
     assert snapshot_tree(workspace) == before
+
+
+def test_the_hook_takes_as_many_decisions_at_once_as_its_judge() -> None:
+    from llm_support import Reviewer
+
+    from vsh_ai._hooks import DEFAULT_CONCURRENCY
+    from vsh_ai.llm import LLMCommitJudge
+
+    def slots(hook: JudgeHook) -> float:
+        return hook._slots.total_tokens
+
+    llm = LLMCommitJudge(Reviewer().model(), max_concurrency=16, capacity_wait=42)
+    rules = RuleSet([AllowPaths(id="docs", paths=("docs/**",), kinds=("modify",))])
+    assert slots(as_hook(llm)) == 16
+    assert as_hook(llm).capacity_wait == 42
+    assert slots(as_hook(Pipeline(rules, llm))) == 16
+    assert slots(as_hook(Quorum(llm, Fixed("approve"), required=1))) == 16
+    small = LLMCommitJudge(Reviewer().model(), max_concurrency=2)
+    assert slots(as_hook(small)) == 2
+    # A rule stage states no limit: it is not held to the LLM stage's smaller one.
+    assert slots(as_hook(Pipeline(rules, small))) == DEFAULT_CONCURRENCY
+    assert slots(as_hook(Fixed("approve"))) == DEFAULT_CONCURRENCY
+    assert as_hook(Fixed("approve")).capacity_wait == 5.0
+    assert slots(as_hook(llm, max_concurrency=3)) == 3, "an explicit limit wins"

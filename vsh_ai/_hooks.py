@@ -14,10 +14,11 @@ import anyio
 import logfire
 import vsh
 
-from ._evidence import Evidence
+from ._evidence import Evidence, gc_paused
 from ._verdict import Usage, Verdict, WrongVerdict, plain_verdict, type_name
 
 __all__ = (
+    "DEFAULT_CONCURRENCY",
     "FEEDBACK_LIMIT",
     "Judge",
     "JudgeHook",
@@ -25,12 +26,18 @@ __all__ = (
     "Quorum",
     "as_hook",
     "bounded_feedback",
+    "concurrency_of",
     "isolated",
     "judge_digest",
+    "reads_only",
 )
 
 FEEDBACK_LIMIT = 8192
 """UTF-8 bytes of feedback a decision carries: VSH refuses hook feedback over 16,384."""
+
+DEFAULT_CONCURRENCY = 8
+"""Hook slots for a judge that states no limit of its own (see :func:`concurrency_of`)."""
+_DEFAULT_CAPACITY_WAIT = 5.0
 
 
 @runtime_checkable
@@ -61,6 +68,35 @@ def _combined_digest(kind: str, judges: Sequence[Judge], extra: str = "") -> str
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def concurrency_of(judge: Judge) -> int | None:
+    """How many decisions ``judge`` itself takes at once, or None when it states no limit.
+
+    A judge's ``max_concurrency`` attribute (a positive int, as
+    :class:`~vsh_ai.llm.LLMCommitJudge` has); for a :class:`Pipeline` or :class:`Quorum`
+    the largest limit among its judges, a judge without one (a rule set) counting as
+    :data:`DEFAULT_CONCURRENCY`. A hook whose limit is below its judge's would halve a
+    judge configured for more.
+    """
+    if isinstance(judge, Pipeline | Quorum):
+        limits = [concurrency_of(j) for j in judge.judges]
+        if all(limit is None for limit in limits):
+            return None
+        return max(limit or DEFAULT_CONCURRENCY for limit in limits)
+    limit = getattr(judge, "max_concurrency", None)
+    return limit if type(limit) is int and limit >= 1 else None
+
+
+def _capacity_wait_of(judge: Judge) -> float:
+    """The judge's own ``capacity_wait`` (largest of a pipeline's or quorum's), else 5 s."""
+    if isinstance(judge, Pipeline | Quorum):
+        return max((_capacity_wait_of(j) for j in judge.judges), default=_DEFAULT_CAPACITY_WAIT)
+    wait = getattr(judge, "capacity_wait", None)
+    if isinstance(wait, bool) or not isinstance(wait, int | float):
+        return _DEFAULT_CAPACITY_WAIT
+    return float(wait) if math.isfinite(wait) and wait >= 0 else _DEFAULT_CAPACITY_WAIT
+    return _DEFAULT_CAPACITY_WAIT
+
+
 def _checked(name: str, verdict: object) -> Verdict:
     """The plain :class:`Verdict` rebuilt from what judge ``name`` returned (checked once).
 
@@ -76,14 +112,60 @@ def _checked(name: str, verdict: object) -> Verdict:
 def isolated(evidence: Evidence) -> Callable[[], Evidence]:
     """A maker of copies of ``evidence`` that no holder of another copy can change.
 
-    ``evidence`` is dumped once to plain data that stays here; every call validates a new
-    :class:`Evidence` from it: new model objects and containers throughout, sharing only
-    immutable leaves (``str``, ``bytes``, numbers). A stage that writes to its copy (frozen
-    models still yield to ``object.__setattr__``) changes nothing anyone else sees. The
-    copy starts with no memoised analysis (``cached_property`` values stay behind).
+    ``evidence`` is dumped once to plain data (kept on it, never handed out); every call
+    validates a new :class:`Evidence` from it: new model objects and containers throughout,
+    sharing only immutable leaves (``str``, ``bytes``, numbers). A stage that writes to its
+    copy (frozen models still yield to ``object.__setattr__``) changes nothing anyone else
+    sees. The copy starts with no memoised analysis (``cached_property`` values stay behind).
     """
-    data = evidence.model_dump()
-    return lambda: Evidence.model_validate(data)
+    data = evidence._plain
+
+    def copy() -> Evidence:
+        with gc_paused():
+            return Evidence.model_validate(data)
+
+    return copy
+
+
+def _lazy(evidence: Evidence) -> Callable[[], Evidence]:
+    """:func:`isolated`, dumping ``evidence`` only when a first copy is asked for."""
+    maker: list[Callable[[], Evidence]] = []
+
+    def copy() -> Evidence:
+        if not maker:
+            maker.append(isolated(evidence))
+        return maker[0]()
+
+    return copy
+
+
+def reads_only(judge: Judge) -> bool:
+    """Whether ``judge`` is vsh-ai's own code that only reads the evidence it is given:
+    exactly an :class:`~vsh_ai.llm.LLMCommitJudge`, or exactly a
+    :class:`~vsh_ai.rules.RuleSet` whose every rule is one of vsh-ai's own rule types.
+
+    Such a judge may review the evidence other such judges read (and share its memoised
+    analysis: secrets found once for the rules and the packet's redaction); any other
+    judge, a subclass or a rule set holding a custom rule gets its own copy
+    (:func:`isolated`), so nothing it does reaches another stage or the hook.
+    """
+    from .llm._judge import LLMCommitJudge  # the llm and rules packages import this module
+    from .rules._base import RuleSet
+
+    kind = type(judge)
+    if kind is LLMCommitJudge:
+        return True
+    if kind is not RuleSet:
+        return False
+    rules = getattr(judge, "rules", None)
+    return type(rules) is tuple and all(
+        type(rule).__module__.startswith("vsh_ai.rules.") for rule in rules
+    )
+
+
+def _stage_evidence(judge: Judge, evidence: Evidence, copy: Callable[[], Evidence]) -> Evidence:
+    """What one stage reviews: the shared evidence for a reading-only judge, else a copy."""
+    return evidence if reads_only(judge) else copy()
 
 
 def _sum_usage(verdicts: Sequence[Verdict]) -> Usage | None:
@@ -116,10 +198,11 @@ class Pipeline:
     async def review(self, evidence: Evidence, /) -> Verdict:
         """Each judge gets its own copy of ``evidence``; each answer is checked once and
         only its plain rebuild is used (see :func:`~vsh_ai._verdict.plain_verdict`)."""
-        copy = isolated(evidence)
+        copy = _lazy(evidence)
         trail: list[Verdict] = []
         for name, judge in zip(self._names, self.judges, strict=True):
-            verdict = _checked(name, await review_off_loop(judge, copy()))
+            given = _stage_evidence(judge, evidence, copy)
+            verdict = _checked(name, await review_off_loop(judge, given))
             trail.append(verdict)
             if verdict.is_final:
                 break
@@ -159,12 +242,12 @@ class Quorum:
     async def review(self, evidence: Evidence, /) -> Verdict:
         """Each judge gets its own copy of ``evidence``; each vote is checked once, as it
         arrives, and only its plain rebuild is counted. Any invalid vote fails the quorum."""
-        copy = isolated(evidence)
+        copy = _lazy(evidence)
         verdicts: list[Verdict | None] = [None] * len(self.judges)
         invalid: list[WrongVerdict] = []
 
         async def ask(index: int, judge: Judge) -> None:
-            answer = await review_off_loop(judge, copy())
+            answer = await review_off_loop(judge, _stage_evidence(judge, evidence, copy))
             try:
                 verdicts[index] = _checked(self._names[index], answer)
             except WrongVerdict as error:
@@ -355,7 +438,8 @@ class JudgeHook:
     (:func:`~vsh_ai._verdict.plain_verdict`); nothing of the judge's object runs after
     it returned, and :meth:`verdict_for` only ever holds such rebuilt verdicts. The judge
     reviews its own copy of the evidence; the hook's last checks use the pristine one.
-    Feedback is bounded to :data:`FEEDBACK_LIMIT` bytes.
+    Feedback is bounded to :data:`FEEDBACK_LIMIT` bytes. Concurrency and capacity wait
+    follow the judge's own when not given (see :func:`as_hook`).
     """
 
     def __init__(
@@ -363,8 +447,8 @@ class JudgeHook:
         judge: Judge,
         *,
         timeout: float = 60.0,
-        max_concurrency: int = 8,
-        capacity_wait: float = 5.0,
+        max_concurrency: int | None = None,
+        capacity_wait: float | None = None,
         require_complete_evidence: bool = True,
         remember: int = 256,
     ) -> None:
@@ -372,6 +456,10 @@ class JudgeHook:
             raise TypeError(
                 f"{judge!r} is not a Judge: it needs an `id` and `async review(evidence)`"
             )
+        if max_concurrency is None:
+            max_concurrency = concurrency_of(judge) or DEFAULT_CONCURRENCY
+        if capacity_wait is None:
+            capacity_wait = _capacity_wait_of(judge)
         if not (math.isfinite(timeout) and timeout > 0):
             raise ValueError("timeout must be a positive number of seconds")
         if max_concurrency < 1 or not (math.isfinite(capacity_wait) and capacity_wait >= 0):
@@ -446,8 +534,10 @@ class JudgeHook:
             )
         try:
             # The judge's own copy; ``evidence`` stays pristine. A pipeline or quorum never
-            # hands its input to a stage (each stage gets a copy), so it reads this one.
-            given = evidence if type(self.judge) in (Pipeline, Quorum) else isolated(evidence)()
+            # hands its input to a stage that could change it (each such stage gets a copy),
+            # and vsh-ai's own judges only read, so those read this one.
+            shared = type(self.judge) in (Pipeline, Quorum) or reads_only(self.judge)
+            given = evidence if shared else isolated(evidence)()
         except Exception as error:
             return Verdict.failed(
                 "exception", f"Evidence could not be copied ({type_name(error)}).", judge=name
@@ -504,11 +594,16 @@ def as_hook(
     judge: Judge,
     *,
     timeout: float = 60.0,
-    max_concurrency: int = 8,
-    capacity_wait: float = 5.0,
+    max_concurrency: int | None = None,
+    capacity_wait: float | None = None,
     require_complete_evidence: bool = True,
 ) -> JudgeHook:
     """Turn any judge into a fail-closed async VSH hook handler.
+
+    ``max_concurrency`` (decisions at once) and ``capacity_wait`` (seconds a decision
+    waits for a slot) default to the judge's own (:func:`concurrency_of`; an
+    :class:`~vsh_ai.llm.LLMCommitJudge` configured for 16 gets 16 hook slots), else
+    :data:`DEFAULT_CONCURRENCY` slots and 5 seconds.
 
     Pass the result as ``hook_handler`` to ``vsh.HookedRuntime.open`` together with
     ``hook_id=hook.hook_id`` (the toolset does this for you).

@@ -254,6 +254,8 @@ class LLMCommitJudge:
         self.max_input_bytes = max_input_bytes
         self.max_output_tokens = max_output_tokens
         self.max_output_bytes = max_output_bytes
+        self.max_concurrency = max_concurrency
+        """Model requests at once; a hook made by ``as_hook`` takes as many decisions."""
         self.capacity_wait = capacity_wait
         parts = [BUILTIN_INSTRUCTIONS, instructions] if instructions.strip() else []
         # Everything but the packet: instructions as joined for the request, and the
