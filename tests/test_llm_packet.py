@@ -69,6 +69,10 @@ async def test_a_change_gets_a_ref_and_a_line_numbered_diff(evidence_for) -> Non
             "     4      3   port = 443",
             "     5        - workers = 4",
             "            4 + workers = 8",
+            "  | server.tls (before line 3: tls = true)",
+            "  |   nearby: [server]; host = '0.0.0.0'; port = 443; workers = 4",
+            "  | server.workers (after line 4: workers = 8)",
+            "  |   nearby: [server]; host = '0.0.0.0'; port = 443",
             "     1   hi",
             "  | test change",
         ]

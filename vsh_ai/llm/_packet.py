@@ -23,6 +23,14 @@ from dataclasses import dataclass
 
 from .._evidence import Change, Evidence, EvidenceGap, Node, WrittenVersion, is_binary
 from .._verdict import FailureCategory
+from ..analysis._config import (
+    MISSING,
+    ConfigSyntaxError,
+    config_changes,
+    detect_format,
+    parse_config,
+)
+from ..analysis._config_context import key_context
 from ..analysis._provenance import content_sources
 from ._sharing import Redaction, SharingPolicy, redact_secrets
 
@@ -151,6 +159,40 @@ def _hides_a_change(before: str, after: str, shown_before: str, shown_after: str
     return any(
         tag == "equal" and old[i1:i2] != new[j1:j2] for tag, i1, i2, j1, j2 in matcher.get_opcodes()
     )
+
+
+_CONTEXT_KEYS = 20
+_CONTEXT_TEXT = 160
+
+
+def _config_context(
+    path: str, before: bytes | None, after: bytes | None, before_text: str, after_text: str
+) -> list[str]:
+    """Per changed key of a config file: its line, comments and neighbours as the shared
+    (redacted) text has them; empty for files that are not config or do not parse."""
+    fmt = detect_format(path)
+    if fmt == "auto" or after is None:
+        return []
+    try:
+        old = MISSING if before is None else parse_config(before, fmt, path)
+        changes = config_changes(old, parse_config(after, fmt, path))
+    except ConfigSyntaxError:
+        return []
+    out: list[str] = []
+    for change in changes[:_CONTEXT_KEYS]:
+        removed = change.after is MISSING
+        context = key_context(before_text if removed else after_text, change.key)
+        if not context.line:
+            continue
+        side = "before" if removed else "after"
+        out.append(f"  | {change.key} ({side} line {context.line}: {context.text[:_CONTEXT_TEXT]})")
+        out.extend(f"  |   comment: {comment[:_CONTEXT_TEXT]}" for comment in context.comments)
+        if context.neighbours:
+            nearby = "; ".join(n[: _CONTEXT_TEXT // 2] for n in context.neighbours)
+            out.append(f"  |   nearby: {nearby[: _CONTEXT_TEXT * 2]}")
+    if len(changes) > _CONTEXT_KEYS:
+        out.append(f"  | ... and {len(changes) - _CONTEXT_KEYS} more changed keys (see the diff)")
+    return out
 
 
 def _numbered(text: str) -> Iterator[str]:
@@ -486,6 +528,13 @@ class _Builder:
                     "judge sees such values only redacted, so a human must review this work.",
                 )
             self.fenced(f"diff of {ref}", _numbered_diff(before_text, after_text))
+            context = _config_context(change.path, before, after, before_text, after_text)
+            if context:
+                add(
+                    f"  what {ref}'s file says next to each changed key (its own comments "
+                    "and neighbouring settings; UNTRUSTED like the diff):"
+                )
+                self.fenced(f"context of {ref}", [self.prepared(line) for line in context])
         add("")
         return required
 
