@@ -13,13 +13,13 @@ from ._base import Action, Allowance, Claim, OnUnproven, Rule, RuleSet
 from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
-from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
+from ._remediation import AllowSecretRemoval
 from ._secrets import NoSecrets, find_secret
 from ._workflows import WorkflowRisks
 from ._workflows_allow import AllowWorkflowEdits
@@ -31,6 +31,7 @@ __all__ = (
     "AllowDependencyUpdates",
     "AllowPaths",
     "AllowPythonDocs",
+    "AllowSecretRemoval",
     "AllowWorkflowEdits",
     "Allowance",
     "AnyRule",
@@ -40,7 +41,6 @@ __all__ = (
     "Completeness",
     "ConfigInvariants",
     "ConfigSyntaxError",
-    "ConfigValues",
     "DeniedChanges",
     "DependencyRisks",
     "ExactContent",

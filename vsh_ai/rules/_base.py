@@ -131,8 +131,10 @@ class RuleSet:
 
     1. Completeness runs first and always: incomplete evidence is never approved.
     2. Every denial runs; any ``reject`` wins, else any ``review``.
-    3. Reads count: a content read of secret-bearing bytes is a ``review`` (a
-       ``protected_reads`` denial makes protected paths a ``reject``).
+    3. Reads count: a program that read secret-bearing bytes is a ``review`` unless the
+       analysis proves the secret stayed in its own file and reached no other path, name
+       or output (a ``reject`` when written bytes provably copy it); a
+       ``protected_reads`` denial makes protected paths a ``reject`` whatever happened.
     4. Each net change must be claimed ok by at least one allowance, else it is unproven.
     5. Everything proven (or nothing changed) -> ``approve``; ``details["claims"]`` says
        which allowance proved each change.
@@ -222,17 +224,9 @@ class RuleSet:
                 failures.append(verdict)
         if not evidence.complete and not failures:  # belt and braces: never approve
             failures.append(Verdict.review("Evidence is incomplete.", judge="completeness"))
-        secret_paths = secret_reads(evidence)
-        if secret_paths:
-            failures.append(
-                Verdict.review(
-                    f"The program read {describe_paths(secret_paths)}, whose contents hold "
-                    "secrets or key material; rules never approve a program that read them. "
-                    "Do the work without reading secret-bearing files.",
-                    judge="reads",
-                    details={"paths": secret_paths},
-                )
-            )
+        read = _read_verdict(evidence)
+        if read is not None:
+            failures.append(read)
         if failures:
             return self._combine(failures, incomplete=not evidence.complete)
         return self._prove(evidence)
@@ -334,6 +328,54 @@ class RuleSet:
 
     def __repr__(self) -> str:
         return f"RuleSet(id={self.id!r}, on_unproven={self.on_unproven!r}, rules={len(self.rules)})"
+
+
+def _read_verdict(evidence: Evidence) -> Verdict | None:
+    """The read rule: secret-bearing content a program read must stay in its own file.
+
+    A program that read secrets or key material is held to what
+    :func:`vsh_ai.analysis._secret_flow.secret_flow` proves: the secret's bytes went back
+    into the file they came from only (unchanged, removed or replaced) and reached no other
+    path, name, output or the intent. Then its changes go to the allowances like any
+    other. Else ``reject`` when written bytes provably hold the secret, ``review`` when
+    they may. A failure of the analysis is a ``review`` (fail closed).
+    """
+    from ..analysis._secret_flow import secret_flow
+    from ..analysis._secrets import redact_text
+
+    try:
+        flow = secret_flow(evidence)
+    except Exception as error:  # fail closed: an analysis failure never lets a read pass
+        return Verdict.review(
+            f"The program's reads could not be traced ({type(error).__name__}); a human must "
+            "review it.",
+            judge="reads",
+        )
+    if flow.contained:
+        return None
+    copies = [leak for leak in flow.leaks if leak.kind == "copy"]
+    shown = copies or list(flow.leaks)
+    paths = list(dict.fromkeys([*flow.reads, *(leak.path for leak in shown if leak.path)]))
+    what = "; ".join(leak.reason for leak in shown[:_LISTED])
+    read = describe_paths(flow.reads)
+    if copies:
+        reason = (
+            f"The program read secrets in {read} and {what}. Never copy a secret value, in "
+            "any spelling, into a file, a comment, a name or an output; remove it or replace "
+            "it with an environment lookup."
+        )
+    else:
+        reason = (
+            f"The program read secrets in {read} and cannot be shown to keep them there: "
+            f"{what}. Change only the file holding the secret, print nothing, and return "
+            "nothing, or ask a human to review it."
+        )
+    return Verdict(
+        decision="reject" if copies else "review",
+        reason=redact_text(reason)[0],
+        judge="reads",
+        details={"paths": paths},
+    )
 
 
 def secret_reads(evidence: Evidence) -> list[str]:

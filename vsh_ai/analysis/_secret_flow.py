@@ -1,0 +1,328 @@
+"""Where secret bytes a program read went: back into their own file only, or elsewhere.
+
+A program that read secret-bearing content (a config file with a credential a few lines
+from the timeout it tunes, a module holding the hard-coded key it removes) is *contained*
+when the evidence proves the secret's bytes went nowhere but back into the file they came
+from, and nowhere anyone sees:
+
+- the evidence is complete (effects neither missing nor truncated, every written version
+  resolvable): otherwise nothing can be traced;
+- no output: no stdout, stderr or output bytes, and a result no larger than a scalar
+  (VSH counts a None, bool, int or float result as :data:`SCALAR_RESULT_BYTES`);
+- the intent holds no secret (it is shown to reviewers and logged);
+- after the first secret read, the program wrote, created, deleted, renamed, copied or
+  changed the mode of no path but the file it read (each later write may carry the
+  read bytes: the provenance rule of :mod:`._provenance`, by program order), and never
+  renamed or copied the file it read;
+- in that file, each secret still there is on a line the change left unchanged, and the
+  lines the change adds hold no copy of a secret it read: not verbatim, reversed, as
+  character codes, in pieces, hex, base64 or ROT13 (a fix removes the value or replaces it
+  with a placeholder or an environment lookup; :func:`opaque_added_line` is the caller's
+  check that added lines hold no other opaque value).
+
+Anything else is a *leak*: ``copy`` when the written bytes provably hold the secret (a
+true statement a rule can reject on), ``maybe`` when they may (a review).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from .._evidence import Evidence, EvidenceGap
+from ._decode import decode_base64
+from ._memo import analysis_of
+from ._secrets import UNSCANNED, find_secrets
+from ._tokens import opaque_line
+
+__all__ = ("SCALAR_RESULT_BYTES", "Leak", "SecretFlow", "secret_flow")
+
+SCALAR_RESULT_BYTES = 72
+"""``result_bytes`` VSH 0.6 reports for a None, bool, int or float result (measured; a
+string, bytes or container result is larger). A test pins it on real evidence."""
+
+_READS = frozenset(("metadata_read", "directory_read", "content_read"))
+_WINDOW = 12  # characters of a secret a copy must hold to count as one
+_MIN_SECRET = 8  # shorter findings are not matched as copies (too many false hits)
+_VALUES = 64  # secret values per evidence matched as copies (bounded work)
+_NUMBERS = re.compile(r"(?<![\w.])(?:0x[0-9A-Fa-f]{1,2}|\d{1,3})(?![\w.])")
+_QUOTED = re.compile(r"\"([^\"\n]*)\"|'([^'\n]*)'|`([^`\n]*)`")
+_RUNS = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){8,}")
+_COMMENT = re.compile(r"^\s*(?:#|//|--|;|/\*|\*|<!--|%|rem\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Leak:
+    """One way the read secret may have left its file: ``copy`` (provably) or ``maybe``."""
+
+    kind: Literal["copy", "maybe"]
+    path: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFlow:
+    """The secret reads of one evidence and where their bytes may have gone."""
+
+    reads: tuple[str, ...]
+    """Paths whose content reads returned bytes holding secrets, in program order."""
+    leaks: tuple[Leak, ...]
+    """Empty when the reads are contained (see the module docs)."""
+
+    @property
+    def contained(self) -> bool:
+        return not self.leaks
+
+
+def secret_flow(evidence: Evidence) -> SecretFlow:
+    """The :class:`SecretFlow` of ``evidence``, computed once (its analysis memo)."""
+    return analysis_of(evidence).remember(("secret_flow",), lambda: _flow(evidence))
+
+
+def _flow(evidence: Evidence) -> SecretFlow:
+    first: dict[str, int] = {}  # secret-bearing read path -> sequence of its first read
+    values: dict[str, dict[str, None]] = {}  # path -> secret texts its reads returned
+    verdicts: dict[str, tuple[str, ...] | None] = {}  # blob -> secret texts (None: none)
+    for effect in sorted(evidence.effects, key=lambda e: e.sequence):
+        blob = effect.observed_content
+        if effect.operation != "content_read" or not blob:
+            continue
+        if blob not in verdicts:
+            verdicts[blob] = _secrets_in(evidence.blob_bytes(blob))
+        found = verdicts[blob]
+        if found is None:
+            continue
+        for path in effect.paths:
+            first.setdefault(path, effect.sequence)
+            values.setdefault(path, {}).update(dict.fromkeys(found))
+    if not first:
+        return SecretFlow((), ())
+    reads = tuple(first)
+    leaks: list[Leak] = []
+    if not evidence.complete or evidence.evidence_truncated or not evidence.evidence_complete:
+        leaks.append(
+            Leak("maybe", None, "the evidence is incomplete, so where they went cannot be traced")
+        )
+        return SecretFlow(reads, tuple(leaks))
+    leaks.extend(_outputs(evidence))
+    secrets = [v for found in values.values() for v in found][:_VALUES]
+    intent = evidence.intent or ""
+    if intent and (find_secrets(intent) or any(v in intent for v in secrets)):
+        leaks.append(
+            Leak(
+                "maybe",
+                None,
+                "the intent holds a secret (intents are logged and shown to reviewers)",
+            )
+        )
+    leaks.extend(_writes(evidence, first, [v for v in secrets if v]))
+    for path in reads:
+        if path in evidence.written_paths and not any(leak.path == path for leak in leaks):
+            leaks.extend(_own_file(evidence, path, list(values[path])[:_VALUES]))
+    return SecretFlow(reads, tuple(leaks))
+
+
+def _secrets_in(data: bytes | None) -> tuple[str, ...] | None:
+    """The secret texts in ``data`` (None when it holds none); uncaptured bytes: none here
+    (the completeness rule reports them)."""
+    if not data:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    found = find_secrets(text)
+    if not found:
+        return None
+    return tuple(text[f.start : f.end] if f.kind != UNSCANNED else "" for f in found)
+
+
+def _outputs(evidence: Evidence) -> list[Leak]:
+    out: list[Leak] = []
+    execution, counters = evidence.execution, evidence.counters
+    printed = max(execution.stdout_bytes + execution.stderr_bytes, counters.output_bytes)
+    if printed:
+        out.append(
+            Leak("maybe", None, f"the program printed {printed} bytes, which may carry them")
+        )
+    if counters.result_bytes > SCALAR_RESULT_BYTES:
+        out.append(Leak("maybe", None, "the program returned a value that may carry them"))
+    return out
+
+
+def _writes(evidence: Evidence, first: dict[str, int], secrets: list[str]) -> list[Leak]:
+    """Writes after a secret read to any other path, and renames or copies of a read path."""
+    start = min(first.values())
+    flagged: dict[str, None] = {}
+    for effect in evidence.effects:
+        if effect.operation in _READS:
+            continue
+        if effect.operation in ("rename", "copy") and any(p in first for p in effect.paths):
+            flagged.update(dict.fromkeys(effect.paths))  # the read bytes changed names
+        elif effect.sequence > start and not _only_own(effect.paths, first, effect.sequence):
+            flagged.update(dict.fromkeys(effect.paths))
+    # A change with no write effect cannot be placed in program order: it may follow a read.
+    written = {p for e in evidence.effects if e.operation not in _READS for p in e.paths}
+    for change in evidence.changes:
+        if change.path not in written:
+            flagged.setdefault(change.path, None)
+    out: list[Leak] = []
+    for path in flagged:
+        copy = _copy_in(evidence, path, secrets)
+        if copy is not None:
+            out.append(Leak("copy", path, f"{path} {copy}"))
+        else:
+            out.append(
+                Leak(
+                    "maybe",
+                    path,
+                    f"{path} was written after the read, so its bytes or name may carry them",
+                )
+            )
+    return out
+
+
+def _only_own(paths: tuple[str, ...], first: dict[str, int], sequence: int) -> bool:
+    """A write to one secret-read path while every secret read so far was of that path."""
+    if len(paths) != 1 or paths[0] not in first:
+        return False
+    return all(p == paths[0] or first[p] > sequence for p in first)
+
+
+def _copy_in(evidence: Evidence, path: str, secrets: list[str]) -> str | None:
+    """How ``path``'s new lines hold a copy of a secret, or None (not provably)."""
+    change = evidence.change(path)
+    if change is None or change.after is None:
+        return None
+    try:
+        lines = analysis_of(evidence).new_lines(path)
+    except (EvidenceGap, ValueError):
+        return None
+    if not lines:
+        return None
+    found = copied(secrets, "\n".join(line for _, line in lines))
+    return None if found is None else f"holds the secret {found}"
+
+
+def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
+    """The file the secret came from: secrets only on unchanged lines, no copies added."""
+    change = evidence.change(path)
+    if change is None or change.after is None:
+        return []  # unchanged or deleted: the secret went nowhere
+    if change.kind != "modify" or (
+        change.before is not None and change.before.mode != change.after.mode
+    ):
+        return [Leak("maybe", path, f"{path} changed kind or mode after the read")]
+    memo = analysis_of(evidence)
+    try:
+        added = memo.new_lines(path)
+        data = evidence.after_bytes(path)
+    except (EvidenceGap, ValueError):
+        added, data = None, None
+    if added is None or data is None:
+        return [Leak("maybe", path, f"{path} cannot be compared line by line")]
+    numbers = {number: line for number, line in added}
+    text = memo.text(data)
+    out: list[Leak] = []
+    for finding in find_secrets(text):
+        number = memo.line_of(data, finding.start)
+        if number not in numbers:
+            continue  # on an unchanged line: the secret stayed where it was
+        line = numbers[number]
+        value = text[finding.start : finding.end]
+        if value not in secrets:
+            continue  # a new secret: no_secrets decides
+        column = finding.start - (text.rfind("\n", 0, finding.start) + 1)
+        if _in_comment(line, column):
+            out.append(Leak("copy", path, f"{path} line {number} copies the secret into a comment"))
+        else:
+            out.append(
+                Leak(
+                    "maybe",
+                    path,
+                    f"{path} line {number} still holds the secret on "
+                    "a changed line (as a fallback or another value?)",
+                )
+            )
+    if not out:
+        found = copied(secrets, "\n".join(line for _, line in added))
+        if found is not None:
+            out.append(Leak("copy", path, f"{path} adds the secret {found}"))
+    if not out:
+        opaque = opaque_line(evidence, path, data)
+        if opaque is not None:
+            out.append(
+                Leak(
+                    "maybe",
+                    path,
+                    f"{path} line {opaque} adds an opaque value that may "
+                    "encode them (write a placeholder or an environment lookup)",
+                )
+            )
+    return out
+
+
+def _in_comment(line: str, column: int) -> bool:
+    prefix = line[:column]
+    if _COMMENT.match(prefix):
+        return True
+    hashes = prefix.find("#")
+    if hashes < 0:
+        return False
+    head = prefix[:hashes]
+    return head.count('"') % 2 == 0 and head.count("'") % 2 == 0
+
+
+def copied(secrets: list[str], text: str) -> str | None:
+    """How ``text`` holds (part of) one of ``secrets``: "verbatim", "reversed", "as
+    character codes", "in pieces", "hex-encoded", "base64-encoded", "in ROT13"; or None.
+
+    A part is any :data:`_WINDOW` consecutive characters of a secret (the whole of a
+    shorter one). Linear in ``text`` times the secrets' lengths.
+    """
+    windows = _windows(secrets)
+    if not windows or not text:
+        return None
+    for how, candidate in _candidates(text):
+        if any(window in candidate for window in windows):
+            return how
+    return None
+
+
+def _windows(secrets: list[str]) -> set[str]:
+    out: set[str] = set()
+    for secret in secrets:
+        secret = secret.strip()
+        if len(secret) < _MIN_SECRET:
+            continue
+        width = min(_WINDOW, len(secret))
+        out.update(secret[i : i + width] for i in range(len(secret) - width + 1))
+    return out
+
+
+def _candidates(text: str) -> list[tuple[str, str]]:
+    out = [("verbatim", text), ("reversed", text[::-1])]
+    numbers = [int(n, 16) if n.lower().startswith("0x") else int(n) for n in _NUMBERS.findall(text)]
+    codes = "".join(chr(n) for n in numbers if 32 <= n < 127)
+    if len(codes) >= _MIN_SECRET:
+        out += [("as character codes", codes), ("as reversed character codes", codes[::-1])]
+    pieces = "".join(next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(text))
+    if pieces:
+        out += [("in pieces", pieces), ("in reversed pieces", pieces[::-1])]
+    decoded: list[str] = []
+    for token in _HEX.findall(text):
+        try:
+            decoded.append(bytes.fromhex(token).decode("utf-8", "replace"))
+        except ValueError:
+            continue
+    if decoded:
+        out.append(("hex-encoded", "\n".join(decoded)))
+    decoded = []
+    for token in _RUNS.findall(text):
+        data = decode_base64(token)
+        if data is not None:
+            decoded.append(data.decode("utf-8", "replace"))
+    if decoded:
+        out.append(("base64-encoded", "\n".join(decoded)))
+    out.append(("in ROT13", codecs.decode(text, "rot13")))
+    return out

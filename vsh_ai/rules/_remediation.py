@@ -1,0 +1,64 @@
+"""``allow_secret_removal``: a hard-coded secret replaced by an environment lookup."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from .._evidence import Evidence, EvidenceGap
+from ..analysis._remediation import secret_removal_problem
+from ._base import Allowance, Claim, GlobFields, NetChange
+from ._constraints import globs_given
+from ._glob import matching
+
+__all__ = ("AllowSecretRemoval",)
+
+_PYTHON = (".py", ".pyw")
+
+
+class AllowSecretRemoval(Allowance):
+    """Claims a Python modify under ``paths`` that only replaces hard-coded secrets.
+
+    Proven by :func:`vsh_ai.analysis._remediation.secret_removal_problem`: the new module
+    equals the old one with each detected secret literal replaced by an environment lookup
+    (``os.environ[...]``, ``os.getenv(name[, placeholder])``, an added helper that only
+    reads the environment and raises naming the variable) or a placeholder, or its
+    assignment removed; ``import os`` may be added. The read rule still decides where the
+    secret the program read went (a copy in a comment or a reversed fallback is rejected
+    there), and ``no_secrets`` still rejects new secrets.
+    """
+
+    type: Literal["allow_secret_removal"] = "allow_secret_removal"
+    glob_fields: ClassVar[GlobFields] = (("paths", False),)
+    paths: tuple[str, ...] = Field(description="Root-anchored globs of the Python files claimed.")
+    description: str = Field(default="", description="What this allowance is for.")
+
+    _check_paths = field_validator("paths")(globs_given)
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        glob = matching(self.paths, change.path)
+        if glob is None or change.kind != "modify" or not change.path.endswith(_PYTHON):
+            return None
+        path = change.path
+        if change.before is None or change.after is None:
+            return None
+        if change.before.kind != "file" or change.after.kind != "file":
+            return Claim(False, f"{path} is not a regular file on both sides")
+        if change.before.mode != change.after.mode:
+            return Claim(False, f"{path}: its mode changes too")
+        try:
+            before, after = evidence.before_text(path), evidence.after_text(path)
+        except EvidenceGap:
+            return Claim(False, f"{path}: its bytes were not captured")
+        if before is None or after is None:
+            return Claim(False, f"{path} is not text on both sides")
+        problem = secret_removal_problem(before, after)
+        if problem is not None:
+            return Claim(
+                False,
+                f"{path}: {problem}; replace each hard-coded secret with an environment "
+                "lookup (os.environ[...] or os.getenv with no real default) and change "
+                "nothing else",
+            )
+        return Claim(True, f"{path} only replaces hard-coded secrets with environment lookups")
