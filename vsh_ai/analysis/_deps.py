@@ -2,8 +2,9 @@
 
 Python requirements and pyproject dependencies are parsed with :mod:`packaging`
 (PEP 440 versions and specifiers, PEP 508 names, extras, markers and URLs); npm ranges
-with ``node-semver`` (a port of npm's own range grammar). Lock files (package-lock v1-v3,
-``uv.lock``, ``poetry.lock``) become name -> entry maps that can be checked against a
+with ``node-semver`` (a port of npm's own range grammar), Poetry constraints by
+poetry-core's rules. Lock files (package-lock v1-v3, ``uv.lock``, ``poetry.lock``,
+``yarn.lock``, ``pnpm-lock.yaml``) become name -> entry maps that can be checked against a
 manifest. Nothing here decides: :mod:`vsh_ai.rules._deps` does, with these facts.
 
 This module gathers the public names of the focused modules:
@@ -14,7 +15,10 @@ This module gathers the public names of the focused modules:
 - :mod:`._deps_pyproject`: pyproject.toml (PEP 621, groups, Poetry, uv sources)
 - :mod:`._deps_npm`: package.json, package-lock.json
 - :mod:`._deps_files`: uv.lock, poetry.lock, and :func:`parse_dependency_file` by name
+- :mod:`._deps_yarn`: yarn.lock (classic and Berry), pnpm-lock.yaml
 - :mod:`._deps_compare`: manifest and lock comparisons
+- :mod:`._deps_integrity`: hashes, tarballs and sources of the same or a new version
+- :mod:`._deps_intervals`, :mod:`._deps_pep440`: the interval model behind the ranges
 
 Parsing time is bounded: files over :data:`MAX_FILE_BYTES` (192 KiB; lock files up to
 :data:`MAX_LOCK_FILE_BYTES`, 512 KiB to 1 MiB) or with more than 10,000 requirement
@@ -34,10 +38,14 @@ from ._deps_compare import (
     lock_mismatches,
 )
 from ._deps_files import file_kind, parse_dependency_file
+from ._deps_integrity import Finding, lock_resolution, requirement_hashes
+from ._deps_intervals import Relation
 from ._deps_model import (
+    LOCK_KINDS,
     MAX_FILE_BYTES,
     MAX_LOCK_FILE_BYTES,
     MAX_REQUIREMENT_LINES,
+    NPM_KINDS,
     Dependency,
     DependencySyntaxError,
     FileKind,
@@ -48,34 +56,42 @@ from ._deps_model import (
 from ._deps_pip import parse_requirements
 from ._deps_ranges import (
     Ecosystem,
+    floor_major,
     is_newer,
     major_of,
     npm_exact,
     npm_range_subset,
     pep440_exact,
     pep440_subset,
+    relate_ranges,
     satisfies,
 )
 
 __all__ = (
+    "LOCK_KINDS",
     "MAX_FILE_BYTES",
     "MAX_LOCK_FILE_BYTES",
     "MAX_REQUIREMENT_LINES",
+    "NPM_KINDS",
     "Dependency",
     "DependencyChange",
     "DependencySyntaxError",
     "Ecosystem",
     "FileKind",
+    "Finding",
     "LockChange",
     "LockEntry",
     "Manifest",
     "ManifestDiff",
+    "Relation",
     "compare_locks",
     "compare_manifests",
     "file_kind",
+    "floor_major",
     "is_newer",
     "lock_entry_for",
     "lock_mismatches",
+    "lock_resolution",
     "major_of",
     "marker_never_holds",
     "npm_exact",
@@ -84,6 +100,8 @@ __all__ = (
     "parse_requirements",
     "pep440_exact",
     "pep440_subset",
+    "relate_ranges",
+    "requirement_hashes",
     "satisfies",
 )
 

@@ -13,7 +13,14 @@ from packaging.version import InvalidVersion, Version
 
 from ._deps_intervals import Relation
 from ._deps_model import _NPM_OVERRIDES, Dependency, LockEntry, Manifest, marker_never_holds
-from ._deps_ranges import Ecosystem, is_newer, major_of, relate_ranges
+from ._deps_ranges import (
+    Ecosystem,
+    floor_major,
+    is_newer,
+    major_of,
+    relate_ranges,
+    satisfies,
+)
 
 _DIST_TAG = re.compile(r"^[A-Za-z][\w.-]*$")
 
@@ -154,6 +161,9 @@ class DependencyChange:
         relation = self.relation
         return relation is not None and relation.disjoint and relation.floor == "lower"
 
+    def _narrowing_problems(self, where: str, *, allow_major: bool) -> list[str]:
+        return _narrowing(self, where, allow_major=allow_major)
+
     @property
     def disabled(self) -> bool:
         """A marker that holds nowhere now drops a package that was installed before."""
@@ -178,8 +188,12 @@ class DependencyChange:
         )
         return was_on and marker_never_holds(self.after.marker, platforms=("linux",))
 
-    def bump_problems(self, *, allow_major: bool) -> list[str]:
-        """Why this is not "an exact pin moved to a strictly newer exact version" ([] if it is)."""
+    def bump_problems(self, *, allow_major: bool, narrowing: bool = False) -> list[str]:
+        """Why this is not "an exact pin moved to a strictly newer exact version" ([] if it is).
+
+        With ``narrowing``, a range may also move to a narrower one whose lowest version
+        is higher (``^8.2.3`` -> ``^8.5.0``, ``>=2.31`` -> ``>=2.32``, ``^1.2`` -> ``1.4.0``).
+        """
         where = f"{self.name} ({self.section})"
         if self.before is None:
             return [f"{where} is a new package"]
@@ -200,7 +214,9 @@ class DependencyChange:
             problems.append(f"{where} drops its --hash values")
         elif self.hashes == "added":
             problems.append(f"{where} gains --hash values it did not have")
-        if self.old_pin is None:
+        if self.old_pin is None and narrowing:
+            problems.extend(self._narrowing_problems(where, allow_major=allow_major))
+        elif self.old_pin is None:
             problems.append(f"{where} was not pinned exactly before ({self.before.spec or 'any'})")
         elif self.new_pin is None:
             problems.append(
@@ -214,6 +230,22 @@ class DependencyChange:
         elif self.major_bump and not allow_major:
             problems.append(f"{where} is a major upgrade ({self.old_pin} -> {self.new_pin})")
         return problems
+
+
+def _narrowing(change: DependencyChange, where: str, *, allow_major: bool) -> list[str]:
+    assert change.before is not None
+    assert change.after is not None
+    old, new = change.before.spec or "any", change.after.spec or change.after.source or "any"
+    relation = change.relation
+    if relation is None:
+        return [f"{where}: cannot compare the ranges {old} -> {new}"]
+    if not relation.narrowed or relation.floor != "higher":
+        return [f"{where}: {old} -> {new} is not a narrower range with a higher lowest version"]
+    low_old = floor_major(change.ecosystem, change.before.spec)
+    low_new = floor_major(change.ecosystem, change.after.spec)
+    if not allow_major and (low_old is None or low_new is None or low_old != low_new):
+        return [f"{where}: {old} -> {new} moves the lowest version to another major"]
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +368,23 @@ def lock_entry_for(lock: Manifest, name: str) -> LockEntry | None:
     """The top-level lock entry of a package (``node_modules/x`` or the name)."""
     if lock.kind == "package-lock":
         return lock.locked.get(f"node_modules/{name}")
+    if lock.kind in ("yarn.lock", "pnpm-lock"):
+        return lock.locked.get(name)
     return lock.locked.get(canonicalize_name(name))
+
+
+def _lock_versions(lock: Manifest, name: str) -> list[str | None]:
+    """Every version the lock holds for ``name`` (yarn and pnpm keep several side by side)."""
+    first = lock_entry_for(lock, name)
+    if first is None:
+        return []
+    found = [first.version]
+    if lock.kind in ("yarn.lock", "pnpm-lock", "uv.lock", "poetry.lock"):
+        n = 2
+        while (entry := lock.locked.get(f"{first.key}#{n}")) is not None:
+            found.append(entry.version)
+            n += 1
+    return found
 
 
 def lock_mismatches(
@@ -351,17 +399,25 @@ def lock_mismatches(
         if names is not None and dep.name not in names:
             continue
         pin = dep.pin
-        if pin is None or dep.section in _NPM_OVERRIDES:
+        if dep.section in _NPM_OVERRIDES:
+            continue
+        if pin is None:
+            if dep.source is None and dep.spec and names is not None:
+                problems.extend(_range_mismatch(dep, manifest, lock))
             continue
         entry = lock_entry_for(lock, dep.name)
         if entry is None:
             if lock.kind != "package-lock" or dep.section != "peerDependencies":
                 problems.append(f"{dep.name} {pin} has no entry in {lock.path}")
             continue
-        if entry.version is None or (
-            entry.version != pin
-            and is_newer(dep.ecosystem, entry.version, pin) is not None
-            and not _same_version(dep.ecosystem, entry.version, pin)
+        if not any(
+            version is not None
+            and (
+                version == pin
+                or is_newer(dep.ecosystem, version, pin) is None
+                or _same_version(dep.ecosystem, version, pin)
+            )
+            for version in _lock_versions(lock, dep.name)
         ):
             problems.append(
                 f"{dep.name}: {manifest.path} pins {pin}, {lock.path} has {entry.version}"
@@ -371,6 +427,8 @@ def lock_mismatches(
             if names is not None and dep.name not in names:
                 continue
             if manifest.kind == "pyproject" and dep.section != "project.dependencies":
+                continue
+            if ":" in dep.section:  # a pnpm workspace project's own package.json
                 continue
             match = [d for d in manifest.dependencies if d.name == dep.name]
             if not match:
@@ -383,6 +441,17 @@ def lock_mismatches(
                     f"{manifest.path} declares {match[0].spec or match[0].source}"
                 )
     return problems
+
+
+def _range_mismatch(dep: Dependency, manifest: Manifest, lock: Manifest) -> list[str]:
+    """A range whose package the lock holds at no version inside it."""
+    versions = _lock_versions(lock, dep.name)
+    if not versions:
+        return []
+    if any(v is not None and satisfies(dep.ecosystem, v, dep.spec) is True for v in versions):
+        return []
+    shown = ", ".join(str(v) for v in versions[:3])
+    return [f"{dep.name}: {manifest.path} requires {dep.spec}, {lock.path} has {shown}"]
 
 
 def _same_version(ecosystem: Ecosystem, a: str, b: str) -> bool:

@@ -28,6 +28,7 @@ from ._deps_pip import (
     parse_requirements,
 )
 from ._deps_pyproject import parse_pyproject
+from ._deps_yarn import parse_pnpm_lock, parse_yarn_lock
 
 
 def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) -> Manifest:
@@ -78,12 +79,14 @@ def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) 
             )
             continue
         hashes: list[str] = []
-        for blob in [entry.get("sdist"), *(entry.get("wheels") or [])]:
-            if isinstance(blob, dict) and blob.get("hash"):
-                hashes.append(str(blob["hash"]))
-        for blob in entry.get("files") or []:
-            if isinstance(blob, dict) and blob.get("hash"):
-                hashes.append(str(blob["hash"]))
+        artifacts: list[str] = []
+        for blob in [entry.get("sdist"), *(entry.get("wheels") or []), *(entry.get("files") or [])]:
+            if isinstance(blob, dict):
+                if blob.get("hash"):
+                    hashes.append(str(blob["hash"]))
+                where = blob.get("url") or blob.get("file") or blob.get("path")
+                if where:
+                    artifacts.append(str(where))
         other = {
             k: v
             for k, v in entry.items()
@@ -103,6 +106,7 @@ def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) 
             tuple(sorted(hashes)),
             False,
             _source_text(other),
+            tuple(sorted(artifacts)),
         )
     data.pop(
         "metadata", None
@@ -121,6 +125,10 @@ def file_kind(path: str) -> FileKind | None:
         return "uv.lock"
     if name == "poetry.lock":
         return "poetry.lock"
+    if name == "yarn.lock":
+        return "yarn.lock"
+    if name in ("pnpm-lock.yaml", "pnpm-lock.yml"):
+        return "pnpm-lock"
     if name == "pyproject.toml":
         return "pyproject"
     if name in ("pip.conf", "pip.ini"):
@@ -149,6 +157,8 @@ def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) 
         "package-lock": parse_package_lock,
         "uv.lock": lambda t, p: _python_lock(t, p, "uv.lock"),
         "poetry.lock": lambda t, p: _python_lock(t, p, "poetry.lock"),
+        "yarn.lock": parse_yarn_lock,
+        "pnpm-lock": parse_pnpm_lock,
         "pip-config": parse_pip_config,
         "installer-config": parse_installer_config,
     }

@@ -20,9 +20,15 @@ FileKind = Literal[
     "package-lock",
     "uv.lock",
     "poetry.lock",
+    "yarn.lock",
+    "pnpm-lock",
     "pip-config",
     "installer-config",
 ]
+LOCK_KINDS: frozenset[str] = frozenset(
+    {"package-lock", "uv.lock", "poetry.lock", "yarn.lock", "pnpm-lock"}
+)
+NPM_KINDS: frozenset[str] = frozenset({"package.json", "package-lock", "yarn.lock", "pnpm-lock"})
 
 _NPM_SECTIONS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
 _NPM_OVERRIDES = ("overrides", "resolutions", "pnpm.overrides")
@@ -35,6 +41,8 @@ MAX_LOCK_FILE_BYTES: dict[str, int] = {
     "package-lock": 1 << 20,
     "uv.lock": 512 << 10,
     "poetry.lock": 512 << 10,
+    "yarn.lock": 1 << 20,
+    "pnpm-lock": 512 << 10,
 }
 MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)
 
@@ -90,6 +98,9 @@ class LockEntry:
     integrity: tuple[str, ...] = ()
     install_script: bool = False
     fields: str = ""  # canonical JSON of everything else in the entry
+    # Where the files come from, exactly: npm's ``resolved`` URL (with its ``#commit``),
+    # the sdist/wheel URLs or file names of a Python lock, yarn/pnpm tarballs and commits.
+    artifacts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +118,7 @@ class Manifest:
 
     @property
     def is_lock(self) -> bool:
-        return self.kind in ("package-lock", "uv.lock", "poetry.lock")
+        return self.kind in LOCK_KINDS
 
     def by_key(self) -> dict[tuple[str, str], Dependency]:
         found: dict[tuple[str, str], Dependency] = {}

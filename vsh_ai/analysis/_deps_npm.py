@@ -121,12 +121,14 @@ def _lock_entry(key: str, name: str, entry: Mapping[str, Any]) -> LockEntry:
     }
     version = entry.get("version")
     integrity = entry.get("integrity")
+    resolved = entry.get("resolved")
     return LockEntry(
         key,
         name,
         str(version) if version is not None else None,
-        _npm_source(entry.get("resolved")),
-        (str(integrity),) if integrity else (),
+        _npm_source(resolved),
+        tuple(str(integrity).split()) if integrity else (),
         bool(entry.get("hasInstallScript")),
         _source_text(other),
+        (str(resolved),) if resolved else (),
     )

@@ -26,6 +26,8 @@ from pydantic import Field, field_validator
 from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
 from ..analysis._deps import (
+    LOCK_KINDS,
+    NPM_KINDS,
     DependencyChange,
     DependencySyntaxError,
     Manifest,
@@ -35,7 +37,9 @@ from ..analysis._deps import (
     is_newer,
     lock_entry_for,
     lock_mismatches,
+    lock_resolution,
     parse_dependency_file,
+    requirement_hashes,
     satisfies,
 )
 from ..analysis._memo import analysis_of
@@ -58,6 +62,8 @@ DEPENDENCY_FILES: tuple[str, ...] = (
     "**/npm-shrinkwrap.json",
     "**/uv.lock",
     "**/poetry.lock",
+    "**/yarn.lock",
+    "**/pnpm-lock.yaml",
 )
 _RISK_FILES = (
     *DEPENDENCY_FILES,
@@ -150,9 +156,7 @@ def _empty(path: str) -> Manifest | None:
     kind = file_kind(path)
     if kind is None:
         return None
-    ecosystem: Literal["pypi", "npm"] = (
-        "npm" if kind in ("package.json", "package-lock") else "pypi"
-    )
+    ecosystem: Literal["pypi", "npm"] = "npm" if kind in NPM_KINDS else "pypi"
     return Manifest(path, kind, ecosystem)
 
 
@@ -174,8 +178,8 @@ def _siblings(evidence: Evidence, path: str, ecosystem: str, *, locks: bool) -> 
         kind = file_kind(other)
         if kind is None or kind in ("pip-config", "installer-config"):
             continue
-        is_lock = kind in ("package-lock", "uv.lock", "poetry.lock")
-        npm = kind in ("package.json", "package-lock")
+        is_lock = kind in LOCK_KINDS
+        npm = kind in NPM_KINDS
         if is_lock == locks and npm == (ecosystem == "npm"):
             found.append(other)
     return found
@@ -205,6 +209,13 @@ class AllowDependencyUpdates(Allowance):
         description="Root-anchored globs of the manifests and lock files claimed.",
     )
     allow_major: bool = Field(default=False, description="Also claim major-version upgrades.")
+    allow_narrowing: bool = Field(
+        default=False,
+        description=(
+            "Also claim a range moved to a narrower one with a higher lowest version of the "
+            "same major (^8.2.3 -> ^8.5.0, >=2.31 -> >=2.32, ^1.2 -> 1.4.0)."
+        ),
+    )
     packages: tuple[str, ...] = Field(
         default=(), description="Only these packages may move (empty: any existing package)."
     )
@@ -266,11 +277,14 @@ class AllowDependencyUpdates(Allowance):
                 if c.before is not None and c.after is not None and c.key not in ("", "<project>")
             ]
         else:
-            moved = [f"{c.name} {c.old_pin} -> {c.new_pin}" for c in _dep_changes(before, after)]
+            moved = [
+                f"{c.name} {c.before.spec if c.before else ''} -> {c.after.spec if c.after else ''}"
+                for c in _dep_changes(before, after)
+            ]
         if not moved:
             return f"{after.path}: no dependency, option or other key changed"
         listed = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
-        return f"{after.path}: exact pins moved to newer versions ({listed})"
+        return f"{after.path}: dependencies moved to newer versions ({listed})"
 
     def _manifest_problems(
         self, evidence: Evidence, before: Manifest, after: Manifest
@@ -287,7 +301,9 @@ class AllowDependencyUpdates(Allowance):
         for dep in diff.changes:
             if not self._allowed_name(dep.name):
                 problems.append(f"{dep.name} is not among the packages this allowance covers")
-            problems.extend(dep.bump_problems(allow_major=self.allow_major))
+            problems.extend(
+                dep.bump_problems(allow_major=self.allow_major, narrowing=self.allow_narrowing)
+            )
         moved = {dep.name for dep in diff.changes}
         for lock_path in _siblings(evidence, after.path, after.ecosystem, locks=True):
             lock = _parse_side(evidence, lock_path, "after")
@@ -318,7 +334,9 @@ class AllowDependencyUpdates(Allowance):
         for dep in changed_roots:
             if not self._allowed_name(dep.name):
                 problems.append(f"{dep.name} is not among the packages this allowance covers")
-            problems.extend(dep.bump_problems(allow_major=self.allow_major))
+            problems.extend(
+                dep.bump_problems(allow_major=self.allow_major, narrowing=self.allow_narrowing)
+            )
         for entry in compare_locks(before, after):
             if entry.key in ("", "<project>"):
                 if (
@@ -331,6 +349,10 @@ class AllowDependencyUpdates(Allowance):
             if not self._allowed_name(entry.name):
                 problems.append(f"{entry.name} is not among the packages this allowance covers")
             problems.extend(entry.problems(after.ecosystem, allow_major=self.allow_major))
+            problems.extend(
+                f"lock entry {entry.key} {phrase}"
+                for _, phrase in lock_resolution(entry, after.ecosystem)
+            )
         moved = {c.name for c in compare_locks(before, after)} | {d.name for d in changed_roots}
         for manifest in manifests:
             problems.extend(lock_mismatches(manifest, after, names=moved))
@@ -464,6 +486,16 @@ class DependencyRisks(Rule):
                     and not entry.after.integrity
                 ):
                     flag(self.action, f"lock entry {entry.key} drops its integrity hash")
+                for severity, phrase in lock_resolution(entry, after.ecosystem):
+                    flag(
+                        self.action if severity == "reject" else "review",
+                        f"lock entry {entry.key} {phrase}"
+                        + (
+                            "; keep the recorded artifact or move to a new version"
+                            if severity == "reject"
+                            else "; a person checks where the new files come from"
+                        ),
+                    )
                 old_version = entry.before.version if entry.before is not None else None
                 new_version = entry.after.version
                 if (
@@ -540,17 +572,39 @@ class DependencyRisks(Rule):
             return
         if dep.hashes == "removed":
             flag(self.action, f"{name} drops its --hash values; keep hash checking")
-        if dep.loosened:
-            assert dep.before is not None
+        hashed = requirement_hashes(dep)
+        if hashed is not None:
             flag(
-                self.action,
-                f"{name} range is loosened ({dep.before.spec or 'any'} -> "
-                f"{dep.after.spec or 'any'}); keep an exact pin",
+                self.action if hashed[0] == "reject" else "review",
+                f"{name} {hashed[1]}"
+                + (
+                    "; keep the recorded hashes or move to a new version"
+                    if hashed[0] == "reject"
+                    else ""
+                ),
             )
-        elif dep.newer is False and dep.old_pin != dep.new_pin:
+        assert dep.before is not None
+        old, new = dep.before.spec or "any", dep.after.spec or "any"
+        looseness = dep.looseness
+        if looseness is None:
+            flag(
+                "review",
+                f"{name}: the ranges {old} -> {new} cannot be compared here; a person checks them",
+            )
+        elif looseness:
+            advice = (
+                "keep an exact pin"
+                if dep.old_pin is not None
+                else "keep the lower bound at or above the old one and an upper bound"
+            )
+            flag(
+                self.action, f"{name} range is loosened ({old} -> {new}): it {looseness}; {advice}"
+            )
+        elif dep.downgraded:
             flag(
                 self.downgrade_action,
-                f"{name} is downgraded ({dep.old_pin} -> {dep.new_pin}); upgrade instead",
+                f"{name} is downgraded ({old} -> {new}: every version it now admits is older); "
+                "upgrade instead",
             )
 
 

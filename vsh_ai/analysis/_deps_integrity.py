@@ -1,0 +1,156 @@
+"""Integrity and resolution: did the bytes a lock or ``--hash`` line names change, and why.
+
+A version bump brings new hashes and new tarball URLs; the same version with other
+hashes, another tarball URL, another commit or files from another host is a different
+artifact under an unchanged name. These functions say which, as ``(severity, phrase)``
+pairs ("reject": a statement about the change that is true whatever the reason;
+"review": the change may be benign, a person decides). Nothing here reads the network:
+a new hash is never "verified", only checked for consistency with the version it names.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from ._deps_compare import DependencyChange, LockChange
+from ._deps_model import LockEntry
+from ._deps_ranges import Ecosystem
+
+Severity = Literal["reject", "review"]
+Finding = tuple[Severity, str]
+
+
+def _algorithm(digest: str) -> str:
+    """``sha512-AbC..`` (SRI) / ``sha256:abc..`` / ``sha256=abc`` -> ``sha512`` / ``sha256``."""
+    for separator in (":", "-", "="):
+        head, found, _ = digest.partition(separator)
+        if found:
+            return head.lower()
+    return ""
+
+
+def _hash_change(old: set[str], new: set[str], what: str) -> Finding | None:
+    """The same version with other hashes: gained (review), replaced (reject), other algorithm."""
+    if old == new or not new:
+        return None  # dropped hashes are their own denial
+    if not old:
+        return ("review", f"gains {what} it did not have for the same version")
+    if old <= new:
+        return ("review", f"keeps its {what} and gains {len(new - old)} more for the same version")
+    if old & new:
+        return ("review", f"replaces some of its {what} for the same version")
+    if {_algorithm(d) for d in old} & {_algorithm(d) for d in new}:
+        return ("reject", f"keeps its version but every {what[:-1]} changes: a different artifact")
+    shown = ", ".join(sorted({_algorithm(d) for d in old} | {_algorithm(d) for d in new}))
+    return ("review", f"switches its {what} to another algorithm ({shown}) for the same version")
+
+
+def _host(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+
+
+def _npm_tarball_names(url: str, name: str, version: str) -> bool | None:
+    """A registry tarball URL (``/<name>/-/<base>-<version>.tgz``) names this package and
+    version; None when the URL is not of that layout (git, file, other hosts' layouts)."""
+    path = unquote(urlsplit(url.split("#", 1)[0]).path)
+    if "/-/" not in path or not path.endswith(".tgz"):
+        return None
+    folder, _, file = path.rpartition("/-/")
+    base = name.rsplit("/", 1)[-1]
+    return folder.endswith(f"/{name}") and file == f"{base}-{version}.tgz"
+
+
+def _python_file_version(location: str) -> Version | None:
+    file = PurePosixPath(unquote(urlsplit(location).path) or location).name
+    try:
+        if file.endswith(".whl"):
+            return parse_wheel_filename(file)[1]
+        return parse_sdist_filename(file)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+
+
+def _same_version(ecosystem: Ecosystem, a: LockEntry, b: LockEntry) -> bool:
+    if a.version is None or b.version is None:
+        return False
+    if ecosystem == "npm":
+        return a.version == b.version
+    try:
+        return Version(a.version) == Version(b.version)
+    except InvalidVersion:
+        return a.version == b.version
+
+
+def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
+    """What changed in where a lock entry's files come from and what they hash to."""
+    before, after = change.before, change.after
+    if before is None or after is None or change.key in ("", "<project>"):
+        return []
+    found: list[Finding] = []
+    if _same_version(ecosystem, before, after):
+        label = "integrity hashes" if ecosystem == "npm" else "file hashes"
+        hashed = _hash_change(set(before.integrity), set(after.integrity), label)
+        if hashed is not None:
+            found.append(hashed)
+        if before.artifacts != after.artifacts and before.source == after.source:
+            new_hosts = {_host(a) for a in after.artifacts} - {_host(a) for a in before.artifacts}
+            if ecosystem == "npm" or new_hosts - {""}:
+                shown = ", ".join(sorted(set(after.artifacts) - set(before.artifacts))[:2])
+                found.append(
+                    (
+                        "reject",
+                        f"keeps version {after.version} but resolves to another location "
+                        f"({shown or 'none'})",
+                    )
+                )
+            elif hashed is None:
+                found.append(("review", f"lists other files for the same version {after.version}"))
+        return found
+    if before.version is None or after.version is None:
+        return found
+    if before.integrity and set(before.integrity) == set(after.integrity):
+        found.append(
+            ("reject", f"moves to {after.version} but keeps the integrity hash of {before.version}")
+        )
+    for artifact in after.artifacts:
+        if ecosystem == "npm":
+            names = _npm_tarball_names(artifact, after.name, after.version)
+            if names is False:
+                found.append(
+                    ("reject", f"records version {after.version} but its tarball is {artifact}")
+                )
+        else:
+            version = _python_file_version(artifact)
+            try:
+                expected = Version(after.version)
+            except InvalidVersion:
+                continue
+            if version is not None and version != expected:
+                found.append(
+                    ("reject", f"records version {after.version} but lists the file {artifact}")
+                )
+                break
+    return found
+
+
+def requirement_hashes(change: DependencyChange) -> Finding | None:
+    """A requirement whose version stays while its ``--hash`` values change."""
+    before, after = change.before, change.after
+    if before is None or after is None or before.spec != after.spec:
+        return None
+    if before.source != after.source or not after.hashes:
+        return None
+    old = {h.partition("=")[2] or h for h in before.hashes}
+    new = {h.partition("=")[2] or h for h in after.hashes}
+    return _hash_change(old, new, "--hash values")
