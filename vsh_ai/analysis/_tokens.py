@@ -13,6 +13,7 @@ import re
 from .._evidence import Evidence, is_binary
 from ._decode import compile_re2
 from ._memo import analysis_of
+from ._public import pgp_public_lines, public_spans
 from ._secrets import is_placeholder
 
 __all__ = ("added_lines", "credential_line", "credential_value", "opaque_line")
@@ -38,14 +39,40 @@ def added_lines(evidence: Evidence, path: str, data: bytes) -> tuple[tuple[int, 
 
 
 def opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
-    """The first added line holding an opaque token (letters and digits mixed), or None."""
+    """The first added line holding an opaque token (letters and digits mixed), or None.
+
+    Public values are not opaque (:mod:`._public`: UUIDs, labelled checksums, commit ids,
+    SSH and PGP public keys), nor are structured names whose parts are words and short
+    numbers (``x86_64-linux-gnu``, ``ubuntu-22.04``, ``python3-11``).
+    """
     if is_binary(data):
         return 1
+    armour: set[int] | None = None
     for number, line in added_lines(evidence, path, data):
-        for token in _OPAQUE.findall(line):
-            if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
-                return number
+        spans: list[tuple[int, int]] | None = None
+        for match in _OPAQUE.finditer(line):
+            token = match.group(0)
+            if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+                continue
+            if _STRUCTURED.fullmatch(token):
+                continue
+            if spans is None:
+                spans = public_spans(line)
+            if any(s <= match.start() and match.end() <= e for s, e in spans):
+                continue
+            if armour is None:
+                armour = pgp_public_lines(analysis_of(evidence).text(data))
+            if number in armour:
+                continue
+            return number
     return None
+
+
+# Lower-case words and short numbers joined by separators: names, not values (a generated
+# value mixes cases, letters and digits within its parts).
+_STRUCTURED = re.compile(
+    r"(?:[a-z]+[0-9]{0,2}|[0-9]{1,4})(?:[-_.=+](?:[a-z]+[0-9]{0,2}|[0-9]{1,4}))*"
+)
 
 
 _CREDENTIAL_WORD = compile_re2(
