@@ -274,8 +274,8 @@ def triggers_of(tree: Any) -> dict[str, Any]:
         return {on.strip(): None}
     if isinstance(on, list):
         return {str(event).strip(): None for event in on if isinstance(event, str)}
-    if isinstance(on, Mapping):
-        return {str(event).strip(): config for event, config in on.items()}
+    if isinstance(on, Mapping):  # `push:` and `push: {}` alike: no filters
+        return {str(event).strip(): config or None for event, config in on.items()}
     return {}
 
 
@@ -304,7 +304,7 @@ _CHECK_WORDS = (
     r"verify|dependency-review|dependency-review-action|scorecard|stylelint|markdownlint|"
     r"yamllint|actionlint|doctest|hypothesis|behave|nextest"
 )
-_CHECK = re.compile(rf"(?i)(?<![A-Za-z0-9_.-])({_CHECK_WORDS})(?![A-Za-z0-9_-])")
+_CHECK = re.compile(rf"(?i)(?<![A-Za-z0-9_])({_CHECK_WORDS})(?![A-Za-z0-9_])")
 # Commands that install or prepare, whatever their arguments say (`pip install .[test]`).
 _SETUP = re.compile(
     r"(?i)^\s*(sudo\s+)?((python[0-9.]*|py)\s+-m\s+)?(pip[0-9.]*|pipx|uv\s+pip|uv|poetry|pdm|"
@@ -340,14 +340,9 @@ def check_tools(step: Mapping[str, Any]) -> frozenset[str]:
     if action is not None:
         if _PREPARE_ACTIONS.match(action.name):
             return frozenset()
-        if _CHECK.search(f"{action.repo}{action.path}"):
+        if _CHECK.search(action.name):
             return frozenset({f"uses:{action.owner.lower()}/{action.repo.lower()}"})
-    for command in _commands(run_text(step)):
-        if _SETUP.match(command):
-            continue
-        match = _CHECK.search(command)
-        if match:
-            tools.add(match.group(1).lower().replace("py.test", "pytest"))
+    tools.update(_script_tools(run_text(step)))
     if not tools and (action is not None or step.get("run") is not None):
         name = step.get("name")
         if isinstance(name, str) and _CHECK.search(name):
@@ -467,7 +462,7 @@ def weakened_checks(before: Workflow, after: Workflow) -> list[CheckLoss]:
         old_lines = set().union(*(_lines(run_text(s)) for s in job_steps(old)))
         for step in job_steps(job):
             for line in _lines(run_text(step)) - old_lines:
-                tools = sorted(_line_tools(line) & old_tools)
+                tools = sorted(_script_tools(line) & old_tools)
                 if not tools:
                     continue
                 for pattern, what in _WEAKENING:
@@ -477,6 +472,13 @@ def weakened_checks(before: Workflow, after: Workflow) -> list[CheckLoss]:
     return losses
 
 
-def _line_tools(line: str) -> frozenset[str]:
-    found = _CHECK.finditer(line)
-    return frozenset(m.group(1).lower().replace("py.test", "pytest") for m in found)
+def _script_tools(script: str) -> frozenset[str]:
+    """The check tools a script's commands run (installers, ``echo`` and comments aside)."""
+    tools: set[str] = set()
+    for command in _commands(script):
+        if _SETUP.match(command):
+            continue
+        match = _CHECK.search(command)
+        if match:
+            tools.add(match.group(1).lower().replace("py.test", "pytest"))
+    return frozenset(tools)

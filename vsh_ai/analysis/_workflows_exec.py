@@ -90,20 +90,23 @@ def _url_name(url: str) -> str:
 
 
 def _after(words: list[str], *flags: str) -> str | None:
-    """The value of the first of ``flags`` (``-o f``, ``-of``, ``--output=f``)."""
+    """The value of the first of ``flags`` (``-o f``, ``-sLo f``, ``-of``, ``--output=f``)."""
     for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else None
         for flag in flags:
-            if word == flag and i + 1 < len(words):
-                return words[i + 1]
-            if flag.startswith("--") and word.startswith(flag + "="):
-                return word[len(flag) + 1 :]
-            if (
-                not flag.startswith("--")
-                and len(flag) == 2
-                and word.startswith(flag)
-                and len(word) > 2
-            ):
-                return word[2:]
+            if word == flag:
+                return following
+            if flag.startswith("--"):
+                if word.startswith(flag + "="):
+                    return word[len(flag) + 1 :]
+                continue
+            letter = flag[1:]
+            if len(letter) != 1 or word.startswith("--") or not word.startswith("-"):
+                continue
+            if word.endswith(letter) and word[1:-1].isalpha():
+                return following  # -sLo f: combined short options, the value follows
+            if word[1:2] == letter and len(word) > 2:
+                return word[2:]  # -of
     return None
 
 

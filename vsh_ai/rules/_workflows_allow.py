@@ -148,7 +148,9 @@ class AllowWorkflowEdits(Allowance):
                         f"{path} line {number} adds an opaque token (a key, password, hash or "
                         "encoded value?); workflow edits here change versions and caching only",
                     )
-        compare = _Compare(self.official_owners, pins)
+        old_text = analysis_of(evidence).text(evidence.before_bytes(path) or b"")
+        old_pins = {sha.lower(): comment for sha, comment in _PIN_COMMENT.findall(old_text)}
+        compare = _Compare(self.official_owners, pins, old_pins)
         compare.tree(before.tree, after.tree)
         if compare.problems:
             shown = "; ".join(compare.problems[:4])
@@ -162,9 +164,12 @@ class AllowWorkflowEdits(Allowance):
 class _Compare:
     """Walks two workflow trees and records what differs: proven edits or problems."""
 
-    def __init__(self, official: tuple[str, ...], pins: dict[str, str]) -> None:
+    def __init__(
+        self, official: tuple[str, ...], pins: dict[str, str], old_pins: dict[str, str]
+    ) -> None:
         self.official = frozenset(o.lower() for o in official)
         self.pins = pins
+        self.old_pins = old_pins
         self.problems: list[str] = []
         self.proven: list[str] = []
 
@@ -216,6 +221,8 @@ class _Compare:
                 a, b = old.get(name), new.get(name)
                 if name in _PYTHON_KEYS and isinstance(a, list) and isinstance(b, list):
                     self.pythons(f"{where}.matrix.{name}", a, b)
+                elif name == "include" and isinstance(a, list) and isinstance(b, list):
+                    self.includes(f"{where}.matrix.include", old, a, b)
                 else:
                     self._same(a, b, f"{where}.matrix.{name}")
 
@@ -240,6 +247,46 @@ class _Compare:
                 return
         if remaining:
             self.proven.append(f"Python {', '.join(map(str, remaining))} added to {where}")
+
+    def includes(
+        self, where: str, matrix: Mapping[str, Any], before: list[Any], after: list[Any]
+    ) -> None:
+        """Entries added to ``include``: a new Python version with values seen before."""
+        if after[: len(before)] != before or not all(
+            typed_equal(x, y) for x, y in zip(before, after, strict=False)
+        ):
+            self._problem(where, "changes or removes existing entries")
+            return
+        seen: dict[str, list[Any]] = {}
+        for entry in before:
+            if isinstance(entry, Mapping):
+                for key, value in entry.items():
+                    seen.setdefault(str(key), []).append(value)
+        for key, values in matrix.items():
+            if isinstance(values, list):
+                seen.setdefault(str(key), []).extend(values)
+        versions = {v for k in _PYTHON_KEYS for v in map(str, seen.get(k, ()))}
+        added: list[str] = []
+        for entry in after[len(before) :]:
+            keys = [k for k in entry if k in _PYTHON_KEYS] if isinstance(entry, Mapping) else []
+            if not isinstance(entry, Mapping) or len(keys) != 1:
+                self._problem(where, f"adds {str(entry)[:60]!r}, not one new Python version")
+                return
+            version = entry[keys[0]]
+            if not (isinstance(version, str) and _PYTHON.fullmatch(version)) or version in versions:
+                self._problem(where, f"adds {version!r}, not a new Python version string")
+                return
+            for key, value in entry.items():
+                if key != keys[0] and not any(
+                    typed_equal(value, v) for v in seen.get(str(key), ())
+                ):
+                    self._problem(
+                        where, f"adds {key} = {str(value)[:40]!r}, a value not used before"
+                    )
+                    return
+            added.append(version)
+        if added:
+            self.proven.append(f"Python {', '.join(added)} added to {where}")
 
     def steps(self, where: str, before: Any, after: Any) -> None:
         if not (isinstance(before, list) and isinstance(after, list)):
@@ -356,8 +403,16 @@ class _Compare:
         if b.is_sha:
             comment = self.pins.get(b.ref.lower())
             claimed = version_of(comment) if comment else None
-            if a.is_sha and claimed is None:
-                self.proven.append(f"{shown} re-pinned to commit {b.ref[:12]}")
+            if a.is_sha:
+                was = self.old_pins.get(a.ref.lower())
+                old_version = version_of(was) if was else None
+                if claimed is not None and old_version is not None and newer(claimed, old_version):
+                    self._problem(where, f"re-pins {shown} from {was} to an older {comment}")
+                    return
+                self.proven.append(
+                    f"{shown} re-pinned to commit {b.ref[:12]}"
+                    + (f" ({comment})" if comment else "")
+                )
                 return
             if a.version is not None and claimed is not None and newer(claimed, a.version):
                 self._problem(
