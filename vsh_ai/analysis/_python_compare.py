@@ -240,6 +240,8 @@ def _code_changes(before: str | bytes | None, after: str | bytes | None) -> tupl
     for name, line in new_facts.definitions.items():
         if name not in old_facts.definitions:
             facts.append(CodeFact("definition_added", line, name, _where(line, lines)))
+    if before is not None and after is not None:
+        facts.extend(_renamed_out(before, after, old_facts.definitions, new_facts.definitions))
     # Assertions: fewer per function, or paired and weaker.
     for scope, old_checks in old_facts.assertions.items():
         new_checks = new_facts.assertions.get(scope, ())
@@ -277,6 +279,48 @@ def _code_changes(before: str | bytes | None, after: str | bytes | None) -> tupl
                 CodeFact("commented_out", None, f"{commented} code lines turned into comments")
             )
     return tuple(facts)
+
+
+def _is_test_name(qualname: str) -> bool:
+    return qualname.rsplit(".", 1)[-1].startswith(("test", "Test"))
+
+
+def _bodies(tree: ast.Module, wanted: set[str]) -> dict[str, str]:
+    """Dumps of the bodies of the definitions named ``wanted`` (qualnames)."""
+    found: dict[str, str] = {}
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, scope = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{scope}.{child.name}" if scope else child.name
+                if name in wanted and name not in found:
+                    found[name] = ast.dump(ast.Module(child.body, []), include_attributes=False)
+                stack.append((child, name))
+            elif not isinstance(child, ast.expr):
+                stack.append((child, scope))
+    return found
+
+
+def _renamed_out(
+    before: str | bytes, after: str | bytes, old: dict[str, int], new: dict[str, int]
+) -> list[CodeFact]:
+    """Tests renamed out of pytest's ``test*``/``Test*`` pattern, the body unchanged."""
+    removed = [n for n in old if n not in new and _is_test_name(n)]
+    added = [n for n in new if n not in old and not _is_test_name(n)]
+    if not removed or not added:
+        return []
+    old_tree, new_tree = ast.parse(before), ast.parse(after)
+    old_bodies, new_bodies = _bodies(old_tree, set(removed)), _bodies(new_tree, set(added))
+    facts: list[CodeFact] = []
+    for name in removed:
+        parent = name.rpartition(".")[0]
+        for other in added:
+            if other.rpartition(".")[0] == parent and new_bodies.get(other) == old_bodies.get(name):
+                detail = f"{name} renamed to {other}, which pytest does not collect"
+                facts.append(CodeFact("collection", new[other], detail, "modified"))
+                break
+    return facts
 
 
 def _text(source: str | bytes | None) -> str:

@@ -25,6 +25,7 @@ from ._python_names import (
     _SKIPS,
     FactKind,
 )
+from ._python_tests import is_test_scope, swallowed, tautology
 
 __all__ = ("MAX_ANALYSED_BYTES", "MAX_RISKY_FACTS", "CodeFact", "ModuleFacts", "module_facts")
 
@@ -198,6 +199,7 @@ def _mentions_skip(node: ast.AST, resolver: _Resolver) -> bool:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LEARN = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.NamedExpr, *_DEFS)
 _LOOK = (ast.Call, ast.Raise, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, *_DEFS)
+_BLOCKS = (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)
 _Check = tuple[str, ast.AST, int]
 
 
@@ -209,6 +211,7 @@ class _Index:
     look: list[ast.AST] = field(default_factory=list)
     definitions: dict[str, int] = field(default_factory=dict)
     checks: dict[str, list[tuple[int, int, _Check]]] = field(default_factory=dict)
+    blocks: list[tuple[str, ast.AST]] = field(default_factory=list)  # try/with in tests
 
 
 def _index(tree: ast.Module) -> _Index:
@@ -223,6 +226,8 @@ def _index(tree: ast.Module) -> _Index:
                 index.learn.append(child)
             if isinstance(child, _LOOK):
                 index.look.append(child)
+            if isinstance(child, _BLOCKS) and is_test_scope(scope):
+                index.blocks.append((scope, child))
             if isinstance(child, _DEFS):
                 name = child.name if scope == "<module>" else f"{scope}.{child.name}"
                 index.definitions.setdefault(name, child.lineno)
@@ -309,6 +314,26 @@ def module_facts(source: str | bytes) -> ModuleFacts:
         return ModuleFacts(
             CodeFact("unparsable", None, f"too deeply nested ({type(error).__name__})")
         )
+
+
+def _neutered(
+    index: _Index,
+    risky: list[tuple[FactKind, str, str, int]],
+    sign: Callable[[ast.AST], str],
+) -> None:
+    """Checks in tests that cannot fail: tautologies and swallowed assertion errors."""
+    for scope, found in index.checks.items():
+        if not is_test_scope(scope):
+            continue
+        for _, _, (kind, node, line) in found:
+            why = tautology(kind, node)
+            if why is not None:
+                risky.append(("tautology", f"{scope}: {why}", f"{scope}:{sign(node)}", line))
+    for scope, block in index.blocks:
+        why = swallowed(block)
+        if why is not None:
+            line = getattr(block, "lineno", 0)
+            risky.append(("swallowed", f"{scope}: {why}", f"{scope}:{sign(block)}", line))
 
 
 def _module_facts(source: str | bytes) -> ModuleFacts:
@@ -408,6 +433,7 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
             func = node.value.func
             if isinstance(func, ast.Attribute) and _dotted(func.value) in _COLLECTION_NAMES:
                 risky.append(("collection", f"{_dotted(func.value)}.{func.attr}", sign(node), line))
+    _neutered(index, risky, sign)
     body = [
         s for s in tree.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]

@@ -9,13 +9,17 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from typing import TypeVar
 
 from ._python_facts import CodeFact, _parse, _without_gc
 
 __all__ = ("code_tokens", "docstring_free_dump", "strip_docstrings")
 
+_T = TypeVar("_T", bound=ast.AST)
 
-def strip_docstrings(tree: ast.AST) -> ast.AST:
+
+def strip_docstrings(tree: _T) -> _T:
+    """Remove docstrings in place (an emptied body becomes ``pass``); returns ``tree``."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             body = node.body

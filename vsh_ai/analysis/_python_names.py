@@ -39,6 +39,8 @@ FactKind = Literal[
     "emptied",
     "commented_out",
     "unreachable",
+    "tautology",
+    "swallowed",
 ]
 # Everything but additions of plain definitions is worth a human's look by default.
 FLAGGED_FACTS: tuple[FactKind, ...] = tuple(

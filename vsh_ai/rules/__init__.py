@@ -13,14 +13,23 @@ from ._base import Action, Allowance, Claim, OnUnproven, Rule, RuleSet
 from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants, ConfigSyntaxError, parse_config
+from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
+from ._intent import IntentScope
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
+from ._proofs import (
+    AllowLocalRefactors,
+    AllowPythonAnnotations,
+    AllowTestAdditions,
+    AllowVersionBump,
+)
 from ._remediation import AllowSecretRemoval
 from ._secrets import NoSecrets, find_secret
+from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
 from ._workflows_allow import AllowWorkflowEdits
 
@@ -29,9 +38,13 @@ __all__ = (
     "AllowAddedLines",
     "AllowConfig",
     "AllowDependencyUpdates",
+    "AllowLocalRefactors",
     "AllowPaths",
+    "AllowPythonAnnotations",
     "AllowPythonDocs",
     "AllowSecretRemoval",
+    "AllowTestAdditions",
+    "AllowVersionBump",
     "AllowWorkflowEdits",
     "Allowance",
     "AnyRule",
@@ -41,10 +54,13 @@ __all__ = (
     "Completeness",
     "ConfigInvariants",
     "ConfigSyntaxError",
+    "ConfigValues",
     "DeniedChanges",
     "DependencyRisks",
     "ExactContent",
     "ForbiddenPatterns",
+    "IntentScope",
+    "KeepTestsCollected",
     "KeyConstraint",
     "Limits",
     "NoExecutableChanges",

@@ -8,13 +8,22 @@ from ._allow import AllowAddedLines, AllowConfig, AllowPaths
 from ._code import AllowPythonDocs, PythonRisks
 from ._completeness import Completeness
 from ._config import ConfigInvariants
+from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
+from ._intent import IntentScope
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
+from ._proofs import (
+    AllowLocalRefactors,
+    AllowPythonAnnotations,
+    AllowTestAdditions,
+    AllowVersionBump,
+)
 from ._remediation import AllowSecretRemoval
 from ._secrets import NoSecrets
+from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
 from ._workflows_allow import AllowWorkflowEdits
 
@@ -36,11 +45,18 @@ AnyRule = Annotated[
         ForbiddenPatterns,
         NoSecrets,
         ConfigInvariants,
+        ConfigValues,
         AllowDependencyUpdates,
         DependencyRisks,
         AllowPythonDocs,
         PythonRisks,
         AllowSecretRemoval,
+        AllowPythonAnnotations,
+        AllowTestAdditions,
+        AllowVersionBump,
+        AllowLocalRefactors,
+        KeepTestsCollected,
+        IntentScope,
         AllowWorkflowEdits,
         WorkflowRisks,
     ],

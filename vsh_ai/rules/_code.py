@@ -151,7 +151,8 @@ class AllowPythonDocs(Allowance):
     """
 
     type: Literal["allow_python_docs"] = "allow_python_docs"
-    glob_fields: ClassVar[GlobFields] = (("paths", False),)
+    # Case-insensitive: the proof reads content, so CORE.PY is proven like core.py.
+    glob_fields: ClassVar[GlobFields] = (("paths", True),)
     paths: tuple[str, ...] = Field(
         default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
     )
@@ -161,7 +162,7 @@ class AllowPythonDocs(Allowance):
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         path = change.path
-        if matching(self.paths, path) is None:
+        if matching(self.paths, path, ignore_case=True) is None:
             return None
         if change.kind != "modify":
             return Claim(

@@ -1,0 +1,368 @@
+"""Proof that an edit changed only type annotations that cannot change behaviour.
+
+:func:`annotation_only` strips annotations (argument, return and variable annotations,
+typing-only imports, ``if TYPE_CHECKING:`` import blocks) from both versions and
+compares what is left, docstrings aside. Every annotation that differs must then be
+harmless where it is:
+
+- a plain type expression (names, attributes, subscripts, ``|``, literals): a call,
+  lambda or walrus in an annotation is code, and runs when the definition does;
+- not read at runtime: no field of a class with bases, decorators or a metaclass
+  (pydantic, dataclasses, attrs, TypedDict, NamedTuple, Enum, SQLAlchemy, ...), no
+  function behind a decorator that may inspect it (only ``staticmethod``,
+  ``property``, ``functools.cache`` and similar are trusted);
+- evaluable: without ``from __future__ import annotations`` every name it uses is a
+  builtin or bound at module level before the definition (else the import fails);
+- never a bare ``x: T`` inside a function that makes a global ``x`` local.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from ._python_facts import CodeFact, _parse, _without_gc
+from ._python_layout import strip_docstrings
+
+__all__ = ("Proof", "annotation_only")
+
+_TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc", "types"})
+_SAFE_DECORATORS = frozenset(
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "abstractmethod",
+        "abc.abstractmethod",
+        "cache",
+        "lru_cache",
+        "cached_property",
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.cached_property",
+        "overload",
+        "typing.overload",
+        "override",
+        "typing.override",
+        "typing_extensions.override",
+        "final",
+        "typing.final",
+    }
+)
+_PLAIN_BASES = frozenset(
+    {"object", "Exception", "BaseException", "ABC", "abc.ABC", "Generic", "typing.Generic"}
+)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# Libraries that read annotations at runtime (a function handed to one of them from this
+# module behaves by its annotations), and the calls that read them.
+_RUNTIME_READERS = frozenset(
+    {
+        "pydantic",
+        "pydantic_settings",
+        "fastapi",
+        "typer",
+        "cyclopts",
+        "jsonargparse",
+        "attrs",
+        "attr",
+        "dataclasses",
+        "msgspec",
+        "cattrs",
+        "beartype",
+        "typeguard",
+        "strawberry",
+        "sqlmodel",
+        "sqlalchemy",
+        "marshmallow_dataclass",
+        "ninja",
+        "litestar",
+        "injector",
+        "dependency_injector",
+        "hydra",
+    }
+)
+_READING_NAMES = frozenset(
+    {"get_type_hints", "get_annotations", "signature", "__annotations__", "singledispatch"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """``ok``: the edit is proven harmless; ``reason`` says what was proven or why not."""
+
+    ok: bool
+    reason: str
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return "<expr>"
+
+
+def _decorator_safe(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = _dotted(target)
+    if name in _SAFE_DECORATORS:
+        return True
+    # @x.setter / @x.getter / @x.deleter of a property.
+    return isinstance(decorator, ast.Attribute) and decorator.attr in (
+        "setter",
+        "getter",
+        "deleter",
+    )
+
+
+def _impure(node: ast.AST) -> str | None:
+    """Why ``node`` is not a plain type expression (None: it is)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            try:
+                inner = ast.parse(node.value.strip(), mode="eval").body
+            except SyntaxError:
+                return "a string annotation that is not an expression"
+            return _impure(inner)
+        return None
+    if isinstance(node, ast.Name):
+        return None
+    if isinstance(node, ast.Attribute):
+        return _impure(node.value)
+    if isinstance(node, ast.Subscript):
+        return _impure(node.value) or _impure(node.slice)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return next((why for e in node.elts if (why := _impure(e))), None)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _impure(node.left) or _impure(node.right)
+    if isinstance(node, ast.Starred):
+        return _impure(node.value)
+    return f"an annotation holds code ({type(node).__name__})"
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The first names of every chain an annotation evaluates (not inside strings)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+@dataclass(slots=True)
+class _Site:
+    dump: str
+    problem: str | None  # why a change here is not harmless (None: harmless)
+    line: int
+
+
+@dataclass(slots=True)
+class _Stripper:
+    """Removes annotations in place; records each site with its context."""
+
+    future: bool
+    bound_before: dict[int, set[str]]  # top-level statement index -> names bound earlier
+    sites: dict[tuple[str, ...], _Site] = field(default_factory=dict)
+    typing_names: set[str] = field(default_factory=set)
+    top: int = 0
+
+    def site(
+        self, key: tuple[str, ...], node: ast.expr, problem: str | None, evaluated: bool = True
+    ) -> None:
+        why = problem or (_impure(node) if evaluated else None)
+        if why is None and evaluated and not self.future:
+            unknown = sorted(
+                n
+                for n in _names(node)
+                if n not in _BUILTIN_NAMES and n not in self.bound_before.get(self.top, set())
+            )
+            if unknown:
+                why = f"an annotation names {unknown[0]}, not bound when the definition runs"
+        while key in self.sites:  # the same name defined twice: keep both
+            key = (*key, "+")
+        self.sites[key] = _Site(ast.dump(node), why, getattr(node, "lineno", 0))
+
+    def body(self, stmts: list[ast.stmt], scope: tuple[str, ...], kind: str) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            if kind == "module":
+                self.top += 1
+            kept = self.stmt(stmt, scope, kind)
+            if kept is not None:
+                out.append(kept)
+        return out or [ast.Pass()]
+
+    def stmt(self, stmt: ast.stmt, scope: tuple[str, ...], kind: str) -> ast.stmt | None:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and kind == "module":
+            return self.imports(stmt)
+        if isinstance(stmt, ast.If) and kind == "module" and _type_checking_imports(stmt):
+            for s in stmt.body:
+                if isinstance(s, (ast.Import, ast.ImportFrom)):
+                    self.typing_names.update(a.asname or a.name.split(".")[0] for a in s.names)
+            return None
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self.function(stmt, scope)
+        if isinstance(stmt, ast.ClassDef):
+            plain = (
+                not stmt.decorator_list
+                and not stmt.keywords
+                and all(_dotted(b) in _PLAIN_BASES for b in stmt.bases)
+            )
+            inner = (*scope, f"class {stmt.name}")
+            stmt.body = self.body(stmt.body, inner, "class" if plain else "model")
+            return stmt
+        if isinstance(stmt, ast.AnnAssign):
+            return self.ann_assign(stmt, scope, kind)
+        inner_kind = "block" if kind == "module" else kind
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(stmt, name, None)
+            if isinstance(children, list) and children and isinstance(children[0], ast.stmt):
+                setattr(stmt, name, self.body(children, scope, inner_kind))
+            elif isinstance(children, list):
+                for child in children:
+                    if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                        child.body = self.body(child.body, scope, inner_kind)
+        return stmt
+
+    def imports(self, stmt: ast.Import | ast.ImportFrom) -> ast.stmt | None:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__" and not stmt.level:
+            stmt.names = [a for a in stmt.names if a.name != "annotations"]
+            return stmt if stmt.names else None
+        if isinstance(stmt, ast.ImportFrom):
+            typing = stmt.module in _TYPING_MODULES and not stmt.level
+            typing = typing and all(a.name != "*" for a in stmt.names)
+        else:
+            typing = all(a.name in _TYPING_MODULES for a in stmt.names)
+        if not typing:
+            return stmt
+        self.typing_names.update(a.asname or a.name.split(".")[0] for a in stmt.names)
+        return None
+
+    def function(
+        self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, scope: tuple[str, ...]
+    ) -> ast.stmt:
+        inner = (*scope, f"def {stmt.name}")
+        problem = None
+        if not all(_decorator_safe(d) for d in stmt.decorator_list):
+            problem = f"{stmt.name} has a decorator that may read its annotations"
+        args = stmt.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None and arg.annotation is not None:
+                self.site((*inner, f"arg {arg.arg}"), arg.annotation, problem)
+                arg.annotation = None
+        if stmt.returns is not None:
+            self.site((*inner, "return"), stmt.returns, problem)
+            stmt.returns = None
+        stmt.body = self.body(stmt.body, inner, "function")
+        return stmt
+
+    def ann_assign(self, stmt: ast.AnnAssign, scope: tuple[str, ...], kind: str) -> ast.stmt | None:
+        target = ast.dump(stmt.target)
+        problem = None
+        if kind == "model":
+            problem = "a field annotation of a class whose bases or decorators may read it"
+        elif kind == "function" and stmt.value is None and isinstance(stmt.target, ast.Name):
+            problem = f"a bare annotation makes {stmt.target.id} local to the function"
+        elif stmt.value is None and _impure(stmt.target) is not None:
+            problem = "an annotated target that is evaluated"
+        # Annotations of local variables are never evaluated.
+        self.site((*scope, f"var {target}"), stmt.annotation, problem, kind != "function")
+        if stmt.value is None:
+            return None
+        return ast.copy_location(ast.Assign(targets=[stmt.target], value=stmt.value), stmt)
+
+
+def _type_checking_imports(stmt: ast.If) -> bool:
+    """``if TYPE_CHECKING:`` holding only imports (never runs)."""
+    return (
+        _dotted(stmt.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        and not stmt.orelse
+        and all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in stmt.body)
+    )
+
+
+def _bound_before(tree: ast.Module) -> dict[int, set[str]]:
+    """For each top-level statement (1-based), the names bound by the ones before it."""
+    bound: set[str] = set()
+    out: dict[int, set[str]] = {}
+    for index, stmt in enumerate(tree.body, 1):
+        out[index] = set(bound)
+        if isinstance(stmt, ast.If) and _dotted(stmt.test).endswith("TYPE_CHECKING"):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update(a.asname or a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node is stmt:
+                    bound.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    return out
+
+
+def _runtime_reader(tree: ast.Module) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _RUNTIME_READERS:
+                    return alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in _RUNTIME_READERS:
+                return node.module
+        elif isinstance(node, ast.Name) and node.id in _READING_NAMES:
+            return node.id
+        elif isinstance(node, ast.Attribute) and node.attr in _READING_NAMES:
+            return node.attr
+    return None
+
+
+def _future(tree: ast.Module) -> bool:
+    return any(
+        isinstance(s, ast.ImportFrom)
+        and s.module == "__future__"
+        and any(a.name == "annotations" for a in s.names)
+        for s in tree.body
+    )
+
+
+def _strip(tree: ast.Module) -> tuple[str, _Stripper]:
+    stripper = _Stripper(_future(tree), _bound_before(tree))
+    tree.body = stripper.body(tree.body, (), "module")
+    return ast.dump(strip_docstrings(tree), include_attributes=False), stripper
+
+
+@_without_gc
+def annotation_only(before: bytes, after: bytes) -> Proof:
+    """Whether ``after`` differs from ``before`` only in harmless annotations."""
+    old_tree, new_tree = _parse(before), _parse(after)
+    if isinstance(old_tree, CodeFact) or isinstance(new_tree, CodeFact):
+        return Proof(False, "does not parse")
+    reader = _runtime_reader(old_tree) or _runtime_reader(new_tree)
+    if reader is not None:
+        return Proof(False, f"the module uses {reader}, which reads annotations at runtime")
+    try:
+        old_dump, old = _strip(old_tree)
+        new_dump, new = _strip(new_tree)
+    except (RecursionError, MemoryError):
+        return Proof(False, "too deeply nested to compare")
+    if old_dump != new_dump:
+        return Proof(False, "code other than annotations, comments and docstrings changed")
+    used = {
+        n.id for tree in (old_tree, new_tree) for n in ast.walk(tree) if isinstance(n, ast.Name)
+    }
+    shadowing = sorted((new.typing_names ^ old.typing_names) & used)
+    if shadowing:
+        return Proof(False, f"a changed typing import binds {shadowing[0]}, which the code uses")
+    toggled = old.future != new.future
+    changed = 0
+    for key in old.sites.keys() | new.sites.keys():
+        a, b = old.sites.get(key), new.sites.get(key)
+        if not toggled and a is not None and b is not None and a.dump == b.dump:
+            continue
+        changed += 1
+        for site in (a, b):
+            if site is not None and site.problem is not None:
+                return Proof(False, f"line {site.line}: {site.problem}")
+    if not changed and not (new.typing_names - old.typing_names):
+        return Proof(False, "no annotation changed")
+    return Proof(True, f"only type annotations changed ({changed} changed)")

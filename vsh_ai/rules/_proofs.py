@@ -1,0 +1,162 @@
+"""Allowances that prove everyday Python edits harmless, each with its own proof.
+
+- :class:`AllowPythonAnnotations`: only type annotations changed, where they cannot
+  change behaviour (:func:`vsh_ai.analysis._python_annotations.annotation_only`);
+- :class:`AllowTestAdditions`: a test module only gained test functions with real
+  checks (:func:`vsh_ai.analysis._python_proofs.test_additions`);
+- :class:`AllowVersionBump`: a module-level ``__version__`` string raised
+  (:func:`vsh_ai.analysis._python_proofs.version_bump`);
+- :class:`AllowLocalRefactors`: single-use local variables extracted, inlined or
+  renamed (:func:`vsh_ai.analysis._python_refactor.local_variable_refactor`).
+
+Each claims a change in its ``paths`` only when its proof holds; otherwise it refuses
+with the proof's reason (the change stays unproven unless another allowance proves it).
+Denials such as ``python_risks`` still run on the same code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from .._evidence import Evidence, is_binary
+from ..analysis._python_annotations import Proof, annotation_only
+from ..analysis._python_names import is_tooling_code
+from ..analysis._python_proofs import test_additions, version_bump
+from ..analysis._python_refactor import local_variable_refactor
+from ._base import Allowance, Claim, GlobFields
+from ._glob import check_globs, matching
+
+if TYPE_CHECKING:
+    from ..analysis._changes import NetChange
+
+__all__ = (
+    "AllowLocalRefactors",
+    "AllowPythonAnnotations",
+    "AllowTestAdditions",
+    "AllowVersionBump",
+)
+
+_SHEBANG = b"#!"
+
+
+def _first_line(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[0] if data.startswith(_SHEBANG) else b""
+
+
+class _PythonProof(Allowance):
+    """Shared claim logic: scope, text on both sides, same shebang, then the proof."""
+
+    # Case-insensitive: the proofs read content, so TEST_CORE.PY is proven like test_core.py.
+    glob_fields: ClassVar[GlobFields] = (("paths", True),)
+    paths: tuple[str, ...] = Field(
+        default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
+    )
+    description: str = Field(default="", description="What this allowance is for.")
+    _what: ClassVar[str] = ""
+    _creates: ClassVar[bool] = False
+
+    _check_paths = field_validator("paths")(lambda globs: check_globs(globs))
+
+    def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        raise NotImplementedError
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        path = change.path
+        if matching(self.paths, path, ignore_case=True) is None:
+            return None
+        allowed = ("modify", "create") if self._creates else ("modify",)
+        if change.kind not in allowed:
+            return Claim(False, f"{path}: a {change.kind}; only {self._what} are claimed")
+        before = evidence.before_bytes(path) if change.kind == "modify" else None
+        after = evidence.after_bytes(path)
+        if after is None or is_binary(after) or (before is not None and is_binary(before)):
+            return Claim(False, f"{path} is not text")
+        if _first_line(before or b"") != _first_line(after):
+            return Claim(False, f"{path}: the shebang line changed")
+        proof = self._prove(before, after)
+        if not proof.ok:
+            return Claim(False, f"{path}: not {self._what}: {proof.reason}")
+        return Claim(True, f"{path}: {proof.reason}")
+
+
+class AllowPythonAnnotations(_PythonProof):
+    """Claims Python edits that change only type annotations that cannot change behaviour.
+
+    Not fields of pydantic/dataclass/attrs/TypedDict/NamedTuple/Enum/ORM classes (any
+    class with bases, decorators or a metaclass), not functions behind decorators that
+    may read them, not modules that use a library reading annotations at runtime; each
+    changed annotation is a plain type expression (a call in one is code) whose names
+    exist when it is evaluated. Comments, docstrings and layout may change alongside.
+    """
+
+    type: Literal["allow_python_annotations"] = "allow_python_annotations"
+    _what: ClassVar[str] = "annotation-only edits"
+
+    def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        if before is None:
+            return Proof(False, "a new file")
+        return annotation_only(before, after)
+
+
+class AllowTestAdditions(_PythonProof):
+    """Claims test modules that only gain test functions with checks that can fail.
+
+    Existing statements stay as they were, in order; each new statement is a ``test*``
+    function (no decorator but harmless ``pytest.mark`` ones such as ``parametrize``)
+    with an assert or ``pytest.raises`` that can fail, no skip, no swallowed failure
+    and no redefined name, or an import (process, network or code-loading modules only
+    if the file imports them already). New test modules are claimed on the same terms.
+    Files tools run on their own (``conftest.py``) are never claimed.
+    """
+
+    type: Literal["allow_test_additions"] = "allow_test_additions"
+    paths: tuple[str, ...] = Field(
+        default=("tests/**/*.py", "**/test_*.py", "**/*_test.py"),
+        description="Root-anchored globs of the test modules claimed.",
+    )
+    _what: ClassVar[str] = "added tests"
+    _creates: ClassVar[bool] = True
+
+    def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        if matching(self.paths, change.path, ignore_case=True) and is_tooling_code(change.path):
+            return Claim(False, f"{change.path}: tools run this file; test additions only")
+        return super().claim(evidence, change)
+
+    def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        return test_additions(before, after)
+
+
+class AllowVersionBump(_PythonProof):
+    """Claims Python edits that only raise a module-level ``__version__`` string."""
+
+    type: Literal["allow_version_bump"] = "allow_version_bump"
+    paths: tuple[str, ...] = Field(
+        default=("**/__init__.py", "**/_version.py", "**/version.py", "**/__about__.py"),
+        description="Root-anchored globs of the modules that hold the version.",
+    )
+    _what: ClassVar[str] = "version bumps"
+
+    def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        if before is None:
+            return Proof(False, "a new file")
+        return version_bump(before, after)
+
+
+class AllowLocalRefactors(_PythonProof):
+    """Claims Python edits that only extract, inline or rename single-use local variables.
+
+    Both versions are normalised by inlining every local temporary assigned once and
+    read once in the next statement where nothing with side effects runs before the
+    read (:func:`vsh_ai.analysis._python_refactor.local_variable_refactor`); the edit is
+    claimed when the normalised ASTs are equal: the same code runs in the same order.
+    """
+
+    type: Literal["allow_local_refactors"] = "allow_local_refactors"
+    _what: ClassVar[str] = "local-variable refactors"
+
+    def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        if before is None:
+            return Proof(False, "a new file")
+        return local_variable_refactor(before, after)
