@@ -155,7 +155,7 @@ _WARNING = re.compile(
     r"credentials?|sensitive|never|do\s+not|don'?t|must\s+not|not\s+(?:for|in)\s+prod\w*|"
     r"unsafe|insecure|leaks?|exposes?|dangerous|careful|warning|caution|avoid|forbidden)\b"
 )
-_CLAUSE = re.compile(r"[.;,()!?]|\s[-–—]\s")
+_CLAUSE = re.compile(r"[;()!?]|[.,:](?=\s|$)|\s[-–—]\s")  # not the dots of a.b.c
 _SIZE_STATED = re.compile(r"(?i)\b([0-9]+(?:\.[0-9]+)?)\s*([kmgt]i?b)\b")
 _CAPACITY_WORDS = re.compile(
     r"(?i)\b(?:ram|memory|mem|hosts?|nodes?|machines?|servers?|pods?|containers?|have|has|"

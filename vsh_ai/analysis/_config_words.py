@@ -2,7 +2,7 @@
 the words ``read timeout ms``, so one vocabulary fits snake, kebab, camel and upper case.
 
 :func:`words` splits a name; :func:`snake` joins them (``read_timeout_ms``);
-:func:`canonical_key` snake-cases every mapping key of a key path; :func:`word_hit` says
+:func:`canonical_key` snake-cases every mapping key of a key path; :func:`word_match` says
 whether a key holds a word *built on* a stem (``check`` in ``health_check``,
 ``checks``, ``skipcheck``), as opposed to merely containing its letters
 (``checkout``, ``skipverification``: a review, never a proof either way).
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal
 
 from ._config_keys import _join, _segments
 
-__all__ = ("canonical_key", "snake", "word_hit", "words")
+__all__ = ("WordMatch", "canonical_key", "snake", "word_match", "words")
 
 _SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -57,26 +58,34 @@ def canonical_key(key: str) -> str:
     )
 
 
-def word_hit(stem: str, key: str) -> bool:
-    """True when a word of ``key`` starts with ``stem`` (``checks``, ``verification``) or
-    ends in it (``mtls``, ``skipcheck``) and is not a common word that only shares its
-    letters (``checkout``, ``tokenizer``): the key names the thing."""
+WordMatch = Literal["word", "letters", "other"]
+
+
+def word_match(stem: str, key: str) -> WordMatch:
+    """How ``key`` holds ``stem``: ``word`` when a word starts with it (``checks``,
+    ``verification``) or ends in it (``mtls``, ``skipcheck``); ``other`` when it is only
+    inside common words that name something else (``checkout``, ``tokenizer``); else
+    ``letters`` (inside a longer word: ``skipverification``, which a rule should review)."""
     stem = stem.lower()
     if not stem:
-        return False
+        return "letters"
     if "_" in stem or "-" in stem:  # several words: a run of whole words in one name
         run = snake(stem)
-        return re.search(rf"(?:^|[._]){re.escape(run)}", canonical_key(key)) is not None
+        found = re.search(rf"(?:^|[._]){re.escape(run)}", canonical_key(key))
+        return "word" if found is not None else "letters"
     try:
         segments = _segments(key, False)
     except ValueError:
-        return stem in key.lower()
+        return "letters"
+    letters = False
     for segment in segments:
         if segment[0] != "key":
             continue
-        for word in words(segment[1]) or (segment[1].lower(),):
+        name = segment[1].lower()
+        for word in words(segment[1]) or (name,):
             if word in _OTHER_WORDS:
-                continue
-            if word.startswith(stem) or word.endswith(stem):
-                return True
-    return False
+                name = name.replace(word, " ")
+            elif word.startswith(stem) or word.endswith(stem):
+                return "word"
+        letters = letters or stem in name
+    return "letters" if letters else "other"

@@ -2,8 +2,8 @@
 
 :func:`duration_seconds` reads Go/systemd style durations (``500ms``, ``1h30m``, ``2 days``,
 ``90 s``) and ISO 8601 ``PT1H30M``; :func:`size_bytes` reads sizes with SI (``MB``) and
-binary (``MiB``) units, the JVM's one-letter ``512m``/``4g`` (binary) and bare ``KB``
-(decimal). A bare number is ``None`` here: its unit comes from the key or the rule
+binary (``MiB``, Kubernetes' ``Mi``) units, the JVM's one-letter ``512m``/``4g`` (binary)
+and bare ``KB`` (decimal). A bare number is ``None`` here: its unit comes from the key or the rule
 (:func:`in_unit`). Anything else is ``None``: an unreadable spelling is never a quantity.
 """
 
@@ -58,6 +58,10 @@ SIZE_UNITS: dict[str, float] = {
     "t": 1024.0**4,
     "tb": 1e12,
     "tib": 1024.0**4,
+    "ki": 1024.0,  # Kubernetes quantities: 512Mi, 4Gi
+    "mi": 1024.0**2,
+    "gi": 1024.0**3,
+    "ti": 1024.0**4,
 }
 
 _PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([a-zµ]+)\s*")

@@ -11,6 +11,12 @@ segments, matching ignores case and covers everything below a matched key
 (``**.*tls*`` covers ``server.TLS.enabled`` and ``upstreams[0].verify_tls``; ``server.**``
 covers ``server`` and everything below it, ``**`` every key). Matching is RE2 (linear
 time): keys come from files the agent writes, and star-heavy patterns backtrack.
+A reject must be true, so a ``reject`` rule rejects only keys a pattern names by a whole
+word (``*check*``: ``health_check``, ``checks``, ``skipcheck``) that are not a size, count
+or duration of the thing (``token_cache_size``, ``session_timeout_s``); a key that only
+shares letters with one (``skipverification``) or sizes it is reviewed; a key whose match
+lies only inside a common word naming something else (``checkout``, ``tokenizer``) is
+not covered at all.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
-from ..analysis._config_words import canonical_key, word_hit
+from ..analysis._config_words import WordMatch, canonical_key, word_match
 from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
 from ._paths import validate_globs
@@ -139,19 +145,26 @@ class ConfigInvariants(Rule):
             return self.verdict("review", " ".join(loose))
         return None
 
-    def _strong(self, key: str) -> bool:
-        """Whether a keep pattern names ``key`` by a whole word (see :func:`word_hit`) and
-        the key is not a size, count or duration of the matched thing."""
-        last = canonical_key(key).rsplit(".", 1)[-1].rsplit("_", 1)[-1]
-        if last in _QUANTITY_WORDS:
-            return False
+    def _strength(self, key: str) -> WordMatch:
+        """``word`` when a keep pattern names ``key`` by a whole word (:func:`word_match`)
+        and the key is no size, count or duration of it; ``other`` when every match is
+        inside a word that names something else (``checkout``); else ``letters``."""
+        found: WordMatch = "other"
         for pattern in self.keep:
             if not _covers((pattern,), key):
                 continue
             core = pattern.rsplit(".", 1)[-1]
-            if "*" not in core or word_hit(core.strip("*"), key):
-                return True
-        return False
+            match = "word" if "*" not in core else word_match(core.strip("*"), key)
+            if match == "word":
+                found = match
+                break
+            if match == "letters":
+                found = match
+        if found == "word":
+            last = canonical_key(key).rsplit(".", 1)[-1].rsplit("_", 1)[-1]
+            if last in _QUANTITY_WORDS:
+                return "letters"
+        return found
 
     def _tree(self, data: bytes | None, path: str) -> Any:
         return MISSING if data is None else parse_config(data, self.format, path)
@@ -180,9 +193,13 @@ class ConfigInvariants(Rule):
                 "fix the syntax and keep every key unique."
             ]
         problems: list[str] = []
-        covered = [c.key for c in changes if _covers(self.keep, c.key)]
-        changed = [key for key in covered if self.action == "review" or self._strong(key)]
-        weak = [key for key in covered if key not in changed]
+        strength = {c.key: self._strength(c.key) for c in changes if _covers(self.keep, c.key)}
+        changed = [
+            k
+            for k, s in strength.items()
+            if s == "word" or (s, self.action) == ("letters", "review")
+        ]
+        weak = [k for k, s in strength.items() if s == "letters" and k not in changed]
         if weak:
             loose.append(
                 f"{path}: {describe_paths(weak)} may be a protected setting (its name shares "

@@ -66,11 +66,33 @@ def pattern_matches(pattern: str, key: str) -> bool:
     (``**.*timeout_ms`` matches ``server.readTimeoutMs`` and ``read-timeout-ms``)."""
     if _spelled_matches(pattern, key):
         return True
+    if _dotted_words_match(pattern, key):
+        return True
     words_key = canonical_key(key)
     words_pattern = _canonical_pattern(pattern)
     if words_key == key and words_pattern == pattern:
         return False
     return _spelled_matches(words_pattern, words_key)
+
+
+_DOTTED_WORDS = 4
+
+
+def _dotted_words_match(pattern: str, key: str) -> bool:
+    """``**.<name glob>`` against the key's last few segments read as one name's words:
+    ``zookeeper.connection.timeout.ms`` (a ``.properties`` key) is a ``*timeout_ms``."""
+    structural, name = name_glob(pattern)
+    if structural != "**.*" or name is None:
+        return False
+    names = [str(s[1]) for s in _segments(key, False)] if "." in key else []
+    if len(names) < 2 or any(s[0] != "key" for s in _segments(key, False)[-_DOTTED_WORDS:]):
+        return False
+    glob = _glob_snake(name)
+    for width in range(2, min(_DOTTED_WORDS, len(names)) + 1):
+        joined = "_".join(snake(n) for n in names[-width:])
+        if name_matches(glob, joined):
+            return True
+    return False
 
 
 _GLOB_PIECES = re.compile(r"([*?]+)")
