@@ -10,7 +10,8 @@ or class scope (a name there is an attribute others can read), names declared
 ``global``/``nonlocal`` or used in a nested function, lambda or comprehension, reads
 inside a loop condition, a later ``and``/``or`` operand or a conditional expression
 branch, and functions that can see their own locals (``locals()``, ``vars()``,
-``eval``, ``exec``, frame access).
+``eval``, ``exec``, frame access). Parameter renames count only when the intent names
+both names (:func:`._python_rename.undo_parameter_renames`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import builtins
 from ._python_annotations import Proof
 from ._python_facts import CodeFact, _parse, _without_gc
 from ._python_layout import docstring_free_dump, strip_docstrings
+from ._python_rename import undo_parameter_renames
 
 __all__ = ("local_variable_refactor",)
 
@@ -201,15 +203,22 @@ def _normalise(tree: ast.Module) -> int:
 
 
 @_without_gc
-def local_variable_refactor(before: bytes, after: bytes) -> Proof:
-    """Whether the versions differ only in single-use local temporaries (see module doc)."""
+def local_variable_refactor(
+    before: bytes, after: bytes, named: frozenset[str] = frozenset()
+) -> Proof:
+    """Whether the versions differ only in single-use local temporaries (see module doc).
+
+    ``named``: lower-cased words of the intent; a parameter rename whose old and new
+    names are both among them is undone first (:mod:`._python_rename`).
+    """
     old_tree, new_tree = _parse(before), _parse(after)
     if isinstance(old_tree, CodeFact) or isinstance(new_tree, CodeFact):
         return Proof(False, "does not parse")
     try:
         if docstring_free_dump(before) == docstring_free_dump(after):
             return Proof(False, "no code changed")
-        inlined = _normalise(old_tree) + _normalise(new_tree)
+        renamed = undo_parameter_renames(old_tree, new_tree, named)
+        inlined = renamed + _normalise(old_tree) + _normalise(new_tree)
         same = ast.dump(strip_docstrings(old_tree), include_attributes=False) == ast.dump(
             strip_docstrings(new_tree), include_attributes=False
         )
@@ -217,4 +226,5 @@ def local_variable_refactor(before: bytes, after: bytes) -> Proof:
         return Proof(False, "too deeply nested to compare")
     if not inlined or not same:
         return Proof(False, "the code changed beyond extracting or inlining local variables")
-    return Proof(True, "only single-use local variables extracted, inlined or renamed")
+    what = f"; {renamed} parameters renamed as the intent asks" if renamed else ""
+    return Proof(True, f"only single-use local variables extracted, inlined or renamed{what}")

@@ -16,6 +16,7 @@ Denials such as ``python_risks`` still run on the same code.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -39,6 +40,7 @@ __all__ = (
 )
 
 _SHEBANG = b"#!"
+_WORD = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def _first_line(data: bytes) -> bytes:
@@ -62,6 +64,9 @@ class _PythonProof(Allowance):
     def _prove(self, before: bytes | None, after: bytes) -> Proof:
         raise NotImplementedError
 
+    def _prove_for(self, evidence: Evidence, before: bytes | None, after: bytes) -> Proof:
+        return self._prove(before, after)
+
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         path = change.path
         if matching(self.paths, path, ignore_case=True) is None:
@@ -75,7 +80,7 @@ class _PythonProof(Allowance):
             return Claim(False, f"{path} is not text")
         if _first_line(before or b"") != _first_line(after):
             return Claim(False, f"{path}: the shebang line changed")
-        proof = self._prove(before, after)
+        proof = self._prove_for(evidence, before, after)
         if not proof.ok:
             return Claim(False, f"{path}: not {self._what}: {proof.reason}")
         return Claim(True, f"{path}: {proof.reason}")
@@ -151,12 +156,23 @@ class AllowLocalRefactors(_PythonProof):
     read once in the next statement where nothing with side effects runs before the
     read (:func:`vsh_ai.analysis._python_refactor.local_variable_refactor`); the edit is
     claimed when the normalised ASTs are equal: the same code runs in the same order.
+    A parameter renamed consistently counts only when the (untrusted) intent names both
+    the old and the new name: callers outside the file may pass it by keyword, so only a
+    rename that was asked for is proven, never one the intent does not mention.
     """
 
     type: Literal["allow_local_refactors"] = "allow_local_refactors"
     _what: ClassVar[str] = "local-variable refactors"
 
     def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        return self._refactor(before, after, frozenset())
+
+    def _prove_for(self, evidence: Evidence, before: bytes | None, after: bytes) -> Proof:
+        words = frozenset(_WORD.findall((evidence.intent or "").lower()))
+        return self._refactor(before, after, words)
+
+    @staticmethod
+    def _refactor(before: bytes | None, after: bytes, words: frozenset[str]) -> Proof:
         if before is None:
             return Proof(False, "a new file")
-        return local_variable_refactor(before, after)
+        return local_variable_refactor(before, after, words)
