@@ -18,6 +18,7 @@ from ._constraints import (
     KeyConstraint,
     _num,
     _version_problem,
+    quantity,
     short,
 )
 from ._content import compile_re2
@@ -192,11 +193,10 @@ class Checker:
     def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
         kind = constraint.type
         if kind in _NUMERIC:
-            unit = " s" if kind == "duration" else " B" if kind == "size" else ""
             if constraint.min is not None and value < constraint.min:
-                return f"is below {_num(constraint.min)}{unit}"
+                return f"is below {quantity(constraint.min, kind)}"
             if constraint.max is not None and value > constraint.max:
-                return f"is above {_num(constraint.max)}{unit}"
+                return f"is above {quantity(constraint.max, kind)}"
             relative = _relative_problem(value, old, constraint, self.missing)
             if relative:
                 return relative
@@ -279,16 +279,20 @@ def _relative_problem(
         return None
     if old is missing:
         return "has no current value to compare with (the bound is relative to it)"
+    kind = constraint.type
     if constraint.step is not None and abs(value - old) > constraint.step:
-        return f"moves {_num(abs(value - old))} from {_num(old)} (at most {_num(constraint.step)})"
+        return (
+            f"moves {quantity(abs(value - old), kind)} from {quantity(old, kind)} "
+            f"(at most {quantity(constraint.step, kind)})"
+        )
     factor = constraint.factor
     if factor is not None:
         if old == 0 or value == 0 or (old < 0) != (value < 0):
             if value != old:
-                return f"changes from {_num(old)}, which no factor of it reaches"
+                return f"changes from {quantity(old, kind)}, which no factor of it reaches"
         elif not (1 / factor <= value / old <= factor):
             return (
                 f"is {_num(round(max(value / old, old / value), 2))} times the current "
-                f"{_num(old)} (at most {_num(factor)} times)"
+                f"{quantity(old, kind)} (at most {_num(factor)} times)"
             )
     return None

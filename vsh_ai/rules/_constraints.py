@@ -12,7 +12,7 @@ from ._content import compile_re2
 from ._glob import check_globs
 from ._key_patterns import name_glob
 
-__all__ = ("ConstraintType", "KeyConstraint", "globs_given", "short")
+__all__ = ("ConstraintType", "KeyConstraint", "globs_given", "quantity", "short")
 
 ConstraintType = Literal[
     "string", "integer", "number", "duration", "size", "boolean", "list", "table", "any"
@@ -164,16 +164,14 @@ class KeyConstraint(BaseModel):
 
     def describe(self) -> str:
         parts: list[str] = [self.type]
-        unit = _BASE_UNIT.get(self.type, "")
-        suffix = f" {unit}" if unit else ""
         if self.min is not None or self.max is not None:
-            low = "" if self.min is None else _num(self.min)
-            high = "" if self.max is None else _num(self.max)
-            parts.append(f"within {low}..{high}{suffix}")
+            low = "" if self.min is None else quantity(self.min, self.type)
+            high = "" if self.max is None else quantity(self.max, self.type)
+            parts.append(f"within {low}..{high}")
         if self.factor is not None:
             parts.append(f"at most {_num(self.factor)}x up or down from the current value")
         if self.step is not None:
-            parts.append(f"at most {_num(self.step)}{suffix} from the current value")
+            parts.append(f"at most {quantity(self.step, self.type)} from the current value")
         if self.enum is not None:
             parts.append("one of " + ", ".join(short(v) for v in self.allowed or ()))
         if self.pattern is not None:
@@ -183,6 +181,20 @@ class KeyConstraint(BaseModel):
         if self.only_to is not None:
             parts.append(f"only to {str(self.only_to).lower()}")
         return " ".join(parts)
+
+
+def quantity(value: float, kind: str) -> str:
+    """A bound as people write it: ``1h``, ``30s``, ``64GiB``; plain numbers as numbers."""
+    units = {
+        "duration": ((86400, "d"), (3600, "h"), (60, "m"), (1, "s"), (1e-3, "ms")),
+        "size": ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"), (1, "B")),
+    }.get(kind)
+    if not units or value == 0:
+        return _num(value)
+    for factor, name in units:
+        if abs(value) >= factor:
+            return f"{_num(round(value / factor, 3))}{name}"
+    return f"{_num(value)}{units[-1][1]}"
 
 
 def _num(value: float) -> str:

@@ -1,0 +1,337 @@
+"""Config rules on real-file shapes, on real VSH evidence: quantities with units, relative
+bounds, enum tables, word vocabularies, documented options, keep-list tiers, and the
+config_values denial (URL downgrades, limits, the file's own warnings)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vsh_ai.analysis._config_context import comment_warning, commented_option, key_context
+from vsh_ai.analysis._config_words import canonical_key, word_match, words
+from vsh_ai.analysis._quantities import duration_seconds, size_bytes
+from vsh_ai.analysis._urls import url_changes
+from vsh_ai.rules import AllowConfig, ConfigInvariants, ConfigValues, KeyConstraint, RuleSet
+
+pytestmark = pytest.mark.anyio
+
+
+def patch(path: str, old: str, new: str) -> str:
+    return f"vsh_patch('/workspace/{path}', {old!r}, {new!r})\n"
+
+
+def decide(rules: list[Any], evidence: Any) -> tuple[str, str, str]:
+    verdict = RuleSet(rules).evaluate(evidence)
+    return verdict.decision, verdict.judge or "", verdict.reason
+
+
+# -- analysis ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10), ("1h30m", 5400), ("500ms", 0.5), ("PT30S", 30), ("2 days", 172800)],
+)
+def test_durations_are_read_with_units(text: str, seconds: float) -> None:
+    assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("4 GiB", 4 * 1024**3), ("512MB", 512e6), ("512m", 512 * 1024**2), ("512Mi", 512 * 1024**2)],
+)
+def test_sizes_are_read_with_units(text: str, size: float) -> None:
+    assert size_bytes(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "10", "abc", "10 parsecs", "s", "1e400s", "x" * 100])
+def test_other_spellings_are_no_quantity(text: str) -> None:
+    assert duration_seconds(text) is None
+    assert size_bytes(text) is None
+
+
+@given(st.text(max_size=40))
+def test_quantity_readers_never_raise(text: str) -> None:
+    for value in (duration_seconds(text), size_bytes(text)):
+        assert value is None or value >= 0
+
+
+def test_key_names_are_words_in_any_case_style() -> None:
+    assert words("readTimeoutMs") == words("read-timeout-ms") == words("READ_TIMEOUT_MS")
+    assert canonical_key('server."keepAlive-Timeout"') == "server.keep_alive_timeout"
+    assert word_match("check", "features.health_check") == "word"
+    assert word_match("check", "features.skipcheck") == "word"
+    assert word_match("check", "features.newCheckout") == "other"
+    assert word_match("verif", "features.skipverification") == "letters"
+
+
+def test_key_context_finds_the_line_under_its_parents() -> None:
+    text = (
+        "server:\n  http:\n    # read timeout for slow clients\n    timeout: 30s\n"
+        "  grpc:\n    timeout: 10s  # per call\n"
+    )
+    http = key_context(text, "server.http.timeout")
+    assert (http.line, http.comments) == (4, ("read timeout for slow clients",))
+    grpc = key_context(text, "server.grpc.timeout")
+    assert (grpc.line, grpc.comments) == (6, ("per call",))
+    assert key_context(text, "server.other").line == 0
+
+
+def test_comment_warnings_name_the_value_or_a_capacity() -> None:
+    warns = ("NOTE: debug logs full request bodies and headers (PII); never in production.",)
+    assert comment_warning(warns, "DEBUG") == warns[0]
+    assert comment_warning(warns, "info") is None
+    capacity = ("Hosts have 8 GB of RAM.",)
+    assert comment_warning(capacity, "64GB", 64e9) == capacity[0]
+    assert comment_warning(capacity, "512MB", 512e6) is None
+    assert comment_warning(("at most 16 on these hosts",), 32) is not None
+    assert comment_warning(("at most 16 on these hosts",), 8) is None
+
+
+def test_commented_out_options_are_documented() -> None:
+    text = "[server]\n; SSH_PER_WRITE_TIMEOUT = 30\n# keepalive_s: 5\nworkers = 4\n"
+    assert commented_option(text, "server.SSH_PER_WRITE_TIMEOUT")
+    assert commented_option(text, "server.keepalive_s")
+    assert not commented_option(text, "server.other")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "kind"),
+    [
+        ("https://api.example.com/v1", "http://api.example.com/v1", "downgrade"),
+        ("wss://x.example.com/ws", "ws://x.example.com/ws", "downgrade"),
+        ("rediss://cache:6380", "redis://cache:6379", "downgrade"),
+        ("postgres://db/app?sslmode=require", "postgres://db/app?sslmode=disable", "downgrade"),
+        ("https://api.example.com", "https://svc:pw@api.example.com", "credentials"),
+        ("https://api.example.com", "https://api.example.net", "host"),
+    ],
+)
+def test_url_weakenings_are_named(before: str, after: str, kind: str) -> None:
+    assert [change.kind for change in url_changes(before, after)] == [kind]
+
+
+def test_same_or_stronger_urls_are_no_change() -> None:
+    assert url_changes("http://a.example.com/x", "https://a.example.com/y") == []
+    assert url_changes("https://a.example.com/x", "https://a.example.com/y") == []
+
+
+# -- constraints -----------------------------------------------------------------------
+
+TIMEOUT = KeyConstraint(type="duration", unit="s", min="1s", max="1h", may_add=True)
+CACHE = KeyConstraint(type="size", unit="MB", min=0, max="64 GiB", factor=8)
+
+
+def test_duration_and_size_bounds_take_units() -> None:
+    assert (TIMEOUT.min, TIMEOUT.max) == (1.0, 3600.0)
+    assert CACHE.max == 64 * 1024**3
+    assert KeyConstraint(type="duration", unit="ms", max=1500).max == 1.5
+    with pytest.raises(ValueError, match="is not a duration"):
+        KeyConstraint(type="duration", max="soon")
+    with pytest.raises(ValueError, match="factor/step apply"):
+        KeyConstraint(type="string", factor=2)
+    with pytest.raises(ValueError, match="not a size unit"):
+        KeyConstraint(type="size", unit="parsec")
+
+
+def test_enum_tables_name_their_values() -> None:
+    level = KeyConstraint(type="string", enum={"info": "normal", "debug": "developer detail"})
+    assert level.allowed == ("info", "debug")
+    assert level.meaning("debug") == "developer detail"
+    assert "one of 'info', 'debug'" in level.describe()
+
+
+YAML = "server:\n  readTimeout: 30s\n  cacheSize: 256MB\n  workers: 4\n"
+VALUES = AllowConfig(
+    paths=("config/**",),
+    may_change={
+        "**.*timeout": TIMEOUT,
+        "**.*cache_size": KeyConstraint(type="size", min=0, max="64 GiB", factor=8),
+        "**.*workers": KeyConstraint(type="integer", min=1, max=64, step=4),
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ("readTimeout: 30s", "readTimeout: 1m30s", "approve"),
+        ("readTimeout: 30s", "readTimeout: 90", "approve"),  # a bare number in `unit`
+        ("readTimeout: 30s", "readTimeout: 2h", "review"),
+        ("readTimeout: 30s", "readTimeout: 0s", "review"),
+        ("readTimeout: 30s", "readTimeout: soon", "review"),
+        ("cacheSize: 256MB", "cacheSize: 1GB", "approve"),
+        ("cacheSize: 256MB", "cacheSize: 64GB", "review"),  # 250x the current value
+        ("workers: 4", "workers: 8", "approve"),
+        ("workers: 4", "workers: 12", "review"),  # more than `step` from the current value
+    ],
+)
+async def test_quantities_and_relative_bounds(evidence_for, old, new, decision) -> None:
+    evidence = await evidence_for({"config/app.yaml": YAML}, patch("config/app.yaml", old, new))
+    assert decide([VALUES], evidence)[0] == decision
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "old", "new"),
+    [
+        ("config/app.json", '{"server": {"readTimeoutMs": 5000}}', "5000", "9000"),
+        ("config/app.yaml", "server:\n  read-timeout-ms: 5000\n", "5000", "9000"),
+        ("config/app.yaml", "READ_TIMEOUT_MS: 5000\n", "5000", "9000"),
+        ("config/server.properties", "zk.connection.timeout.ms=5000\n", "5000", "9000"),
+    ],
+)
+async def test_vocabularies_match_words_in_any_case_style(evidence_for, path, text, old, new):
+    rule = AllowConfig(
+        paths=("config/**",),
+        may_change={"**.*timeout_ms": KeyConstraint(type="duration", unit="ms", max="1m")},
+    )
+    evidence = await evidence_for({path: text}, patch(path, old, new))
+    assert decide([rule], evidence)[0] == "approve"
+
+
+INI = "[server]\nworkers = 4\n; Seconds before an idle connection closes.\n; idle_timeout = 30\n"
+
+
+async def test_uncommenting_a_documented_option_is_a_change(evidence_for) -> None:
+    rule = AllowConfig(
+        paths=("config/**",),
+        may_change={"**.*timeout": KeyConstraint(type="duration", max="1h")},
+    )
+    on = await evidence_for(
+        {"config/app.ini": INI}, patch("config/app.ini", "; idle_timeout = 30", "idle_timeout = 60")
+    )
+    assert decide([rule], on)[0] == "approve"
+    assert "uncomments the documented option" in json.dumps(
+        RuleSet([rule]).evaluate(on).details["claims"]
+    )
+    too_long = await evidence_for(
+        {"config/app.ini": INI},
+        patch("config/app.ini", "; idle_timeout = 30", "idle_timeout = 9000"),
+    )
+    assert decide([rule], too_long)[0] == "review"
+    unknown = await evidence_for(
+        {"config/app.ini": INI},
+        patch("config/app.ini", "workers = 4", "workers = 4\nread_timeout = 5"),
+    )
+    assert decide([rule], unknown)[0] == "review", "an undocumented key is still an addition"
+
+
+# -- keep-list tiers -------------------------------------------------------------------
+
+KEEP = ConfigInvariants(
+    globs=("config/**",), keep=("**.*check*", "**.*token*", "**.*tls*"), action="reject"
+)
+FLAGS = "[features]\nnewCheckout = false\nskipverification = false\nhealth_check = true\n"
+FLAGS += "[cache]\ntoken_cache_size = 100\n[server]\nmtls = true\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ("newCheckout = false", "newCheckout = true", None),  # checkout is not a check
+        ("skipverification = false", "skipverification = true", None),  # no pattern for it
+        ("health_check = true", "health_check = false", "reject"),
+        ("token_cache_size = 100", "token_cache_size = 200", "review"),  # sizes a token cache
+        ("mtls = true", "mtls = false", "reject"),
+    ],
+)
+async def test_keep_lists_reject_only_whole_words(evidence_for, old, new, decision) -> None:
+    evidence = await evidence_for({"config/app.toml": FLAGS}, patch("config/app.toml", old, new))
+    verdict = KEEP.check(evidence)
+    assert (verdict.decision if verdict else None) == decision
+
+
+async def test_a_keep_match_inside_a_longer_word_is_reviewed(evidence_for) -> None:
+    rule = ConfigInvariants(globs=("config/**",), keep=("**.*verif*",), action="reject")
+    evidence = await evidence_for(
+        {"config/app.toml": FLAGS},
+        patch("config/app.toml", "skipverification = false", "skipverification = true"),
+    )
+    verdict = rule.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"
+
+
+# -- config_values ---------------------------------------------------------------------
+
+DENY = ConfigValues(
+    id="config-values",
+    globs=("config/**",),
+    limits={"**.*cache_size_mb": KeyConstraint(type="size", unit="MB", max="64 GiB", factor=8)},
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "old", "new"),
+    [
+        ("config/app.toml", 'url = "https://api.example.com"\n', "https:", "http:"),
+        ("config/app.yaml", "upstream:\n  url: wss://x.example.com/ws\n", "wss:", "ws:"),
+        ("config/app.json", '{"db": "postgres://db/a?sslmode=require"}', "require", "disable"),
+        ("config/app.ini", "[api]\nbase = https://api.example.com\n", "https:", "http:"),
+        ("config/app.properties", "api.base=https://api.example.com\n", "https:", "http:"),
+        ("config/app.conf", "upstream https://api.example.com;\n", "https:", "http:"),
+        ("config/app.toml", 'url = "https://api.example.com"\n', "https://", "https://u:pw@"),
+    ],
+)
+async def test_url_downgrades_are_rejected_in_any_format(evidence_for, path, text, old, new):
+    evidence = await evidence_for({path: text}, patch(path, old, new))
+    decision, judge, reason = decide([DENY], evidence)
+    assert (decision, judge) == ("reject", "rules/config-values")
+    assert "keep the URL as it was" in reason
+
+
+async def test_a_url_to_another_host_is_reviewed(evidence_for) -> None:
+    evidence = await evidence_for(
+        {"config/app.toml": 'url = "https://api.example.com"\n'},
+        patch("config/app.toml", "example.com", "example.net"),
+    )
+    assert decide([DENY], evidence)[:2] == ("review", "rules/config-values")
+
+
+CACHE_FILE = "[cache]\n# Hosts have 8 GB of RAM.\nsize_mb = 4096\n"
+
+
+@pytest.mark.parametrize(
+    ("new", "decision", "says"),
+    [
+        ("size_mb = 6000", "approve", ""),
+        ("size_mb = 9000", "review", "Hosts have 8 GB"),  # the file's own capacity
+        ("size_mb = 65536", "review", "documented limit"),  # 16x the current value
+    ],
+)
+async def test_limits_and_the_files_own_capacity(evidence_for, new, decision, says) -> None:
+    allow = AllowConfig(paths=("config/**",), may_change={"**.*size_mb": CACHE})
+    evidence = await evidence_for(
+        {"config/app.toml": CACHE_FILE}, patch("config/app.toml", "size_mb = 4096", new)
+    )
+    got, _, reason = decide([DENY, allow], evidence)
+    assert got == decision
+    assert says in reason
+
+
+LOGGING = (
+    "logging:\n  level:\n"
+    "    # DEBUG on org.springframework.web logs request parameters and headers.\n"
+    "    org.springframework.web: INFO\n    root: INFO\n"
+)
+
+
+async def test_a_comment_warning_about_the_new_value_is_a_review(evidence_for) -> None:
+    allow = AllowConfig(
+        paths=("config/**",),
+        may_change={"logging.level.**": KeyConstraint(type="string", enum=("INFO", "DEBUG"))},
+    )
+    web = await evidence_for(
+        {"config/app.yaml": LOGGING},
+        patch("config/app.yaml", "web: INFO", "web: DEBUG"),
+    )
+    decision, judge, reason = decide([DENY, allow], web)
+    assert (decision, judge) == ("review", "rules/config-values")
+    assert "request parameters and headers" in reason
+    root = await evidence_for(
+        {"config/app.yaml": LOGGING}, patch("config/app.yaml", "root: INFO", "root: DEBUG")
+    )
+    assert decide([DENY, allow], root)[0] == "approve"
