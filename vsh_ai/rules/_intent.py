@@ -38,8 +38,9 @@ _CLAIMS: dict[str, re.Pattern[str]] = {
 # Phrases that are the claim itself ("fix a README typo", "add type hints").
 _CLAIM_PHRASES = re.compile(
     r"\b(?:fix|correct|tidy|polish|reword|improve|update|add|clarify|expand|write|apply|run)\w*"
-    r"(?:\s+\S+){0,4}?\s+(?:typos?|spelling|grammar|wording|type[- ]hints?|annotations?|"
-    r"docstrings?|comments?|docs|documentation|readme(?:\.md)?|changelog|formatting|whitespace)\b"
+    r"(?:\s+(?!and\b|or\b|then\b)[^\s,;]+){0,3}?\s+"
+    r"(?:typos?|spelling|grammar|wording|type[- ]hints?|annotations?|docstrings?|comments?|"
+    r"docs|documentation|readme(?:\.md)?|changelog|formatting|whitespace)\b"
 )
 # Any of these names other work: the claim is not exclusive, the rule stays silent.
 _OTHER_WORK = re.compile(
@@ -47,7 +48,7 @@ _OTHER_WORK = re.compile(
     r"support\w*|handl\w*|tests?|testing|perf\w*|optimi[sz]\w*|versions?|bump\w*|upgrad\w*|"
     r"remov\w*|delet\w*|mov\w*|split\w*|extract\w*|simplif\w*|rewrit\w*|chang\w*|updat\w*|"
     r"add\w*|make|makes|allow\w*|accept\w*|return\w*|rais\w*|replac\w*|convert\w*|switch\w*|"
-    r"validat\w*|introduc\w*|creat\w*|drop\w*|migrat\w*|port\w*|clean\w*|modul\w*|"
+    r"validat\w*|introduc\w*|creat\w*|drop\w*|migrat\w*|port\w*|clean\w*|"
     r"dependenc\w*|config\w*|cleanup|and also|as well as)\b"
 )
 
