@@ -41,8 +41,8 @@ MAX_LOCK_FILE_BYTES: dict[str, int] = {
     "package-lock": 1 << 20,
     "uv.lock": 512 << 10,
     "poetry.lock": 512 << 10,
-    "yarn.lock": 1 << 20,
-    "pnpm-lock": 512 << 10,
+    "yarn.lock": 768 << 10,
+    "pnpm-lock": 256 << 10,  # YAML: about 1 s/MiB per side on libyaml
 }
 MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)
 

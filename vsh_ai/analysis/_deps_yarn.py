@@ -15,6 +15,8 @@ from typing import Any
 
 import nodesemver  # type: ignore[import-untyped]
 
+from ._config_types import ConfigSyntaxError
+from ._config_yaml import parse_yaml
 from ._deps_model import (
     _NPM_SECTIONS,
     Dependency,
@@ -126,10 +128,11 @@ def _yarn_v1(text: str, path: str) -> Manifest:
 
 
 def _yaml(text: str, path: str) -> dict[str, Any]:
-    import yaml  # a declared dependency; imported here as only these files need it
-
+    """The config reader's YAML (libyaml when present; alias bombs and duplicates refused)."""
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
+    except ConfigSyntaxError as error:
+        raise DependencySyntaxError(f"{path}: {str(error)[:120]}") from None
     except Exception as error:  # yaml's YAMLError and its subclasses
         raise DependencySyntaxError(f"{path}: {type(error).__name__}") from None
     if not isinstance(data, dict):

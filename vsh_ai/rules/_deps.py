@@ -203,7 +203,7 @@ class AllowDependencyUpdates(Allowance):
     """
 
     type: Literal["allow_dependency_updates"] = "allow_dependency_updates"
-    glob_fields: ClassVar[GlobFields] = (("paths", False),)
+    glob_fields: ClassVar[GlobFields] = (("paths", True),)
     paths: tuple[str, ...] = Field(
         default=DEPENDENCY_FILES,
         description="Root-anchored globs of the manifests and lock files claimed.",
@@ -231,7 +231,7 @@ class AllowDependencyUpdates(Allowance):
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         path = change.path
-        if matching(self.paths, path) is None:
+        if matching(self.paths, path, ignore_case=True) is None:  # as DependencyRisks reads them
             return None
         if change.kind != "modify":
             return Claim(
