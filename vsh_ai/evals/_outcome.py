@@ -58,11 +58,11 @@ class Traced:
         self.judge = judge
         self.id = judge.id
         self.digest = judge_digest(judge)
-        self._inline = isinstance(judge, RuleSet) and type(judge).review is RuleSet.review
+        self.inline = isinstance(judge, RuleSet) and type(judge).review is RuleSet.review
 
     async def review(self, evidence: Evidence, /) -> Verdict:
         try:
-            if self._inline:
+            if self.inline:
                 return self.judge.evaluate(evidence)  # type: ignore[attr-defined, no-any-return]
             return await review_off_loop(self.judge, evidence)
         except Exception:

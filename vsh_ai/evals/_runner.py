@@ -86,15 +86,22 @@ def _close_all(workspaces: Sequence[Workspace]) -> None:
         workspace.close()
 
 
-def _chunks(units: Sequence[Unit], runs_per_chunk: int) -> list[list[Unit]]:
-    """Units grouped by before-state (first-seen order), each group cut into chunks."""
+def _chunks(units: Sequence[Unit], lanes: int) -> list[list[Unit]]:
+    """Units grouped by before-state (first-seen order), one chunk per group.
+
+    With fewer groups than ``lanes`` (chunks that may run at once), groups are cut into
+    chunks of at least ``_MIN_CHUNK`` units so that about ``lanes`` chunks exist.
+    """
     groups: dict[str, list[Unit]] = {}
     for unit in units:
         groups.setdefault(before_key(unit[2]), []).append(unit)
+    size = len(units) or 1
+    if len(groups) < lanes:
+        size = max(_MIN_CHUNK, math.ceil(len(units) / lanes))
     chunks: list[list[Unit]] = []
     for group in groups.values():
-        for start in range(0, len(group), runs_per_chunk):
-            chunks.append(group[start : start + runs_per_chunk])
+        for start in range(0, len(group), size):
+            chunks.append(group[start : start + size])
     return chunks
 
 
@@ -125,7 +132,11 @@ async def run_families(
     idle: dict[str, list[Workspace]] = {}
     made: list[Workspace] = []
     directory = scratch or fast_scratch()
-    lanes = anyio.CapacityLimiter(max(1, concurrency))
+    # A rule set decides on the loop (synchronous CPU work): two lanes overlap one run's
+    # VSH preview (native, in a thread) with another's decision; more would only open
+    # more workspaces. Other judges wait on I/O (models): ``concurrency`` lanes.
+    width = 2 if getattr(hook.judge, "inline", False) else max(1, concurrency)
+    lanes = anyio.CapacityLimiter(width)
 
     async def judge(case: EvalCase, workspace: Workspace, first: bool) -> RunResult:
         try:
@@ -213,9 +224,8 @@ async def run_families(
         for phase in (originals, mutants):
             if not phase:
                 continue
-            size = max(_MIN_CHUNK, math.ceil(len(phase) * repeat / (2 * max(1, concurrency))))
             async with anyio.create_task_group() as group:
-                for chunk in _chunks(phase, max(1, size // repeat)):
+                for chunk in _chunks(phase, width):
                     group.start_soon(lane, chunk)
     finally:
         with anyio.CancelScope(shield=True):
