@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 from .._evidence import Evidence, Node
 
-__all__ = ("content_sources", "derived_paths", "unshared_paths")
+__all__ = ("content_sources", "derived_paths", "read_origins", "unshared_paths")
 
 _READ_ONLY = frozenset(("metadata_read", "directory_read", "content_read"))
 _LINKING = frozenset(("rename", "copy"))
@@ -328,3 +328,44 @@ def unshared_paths(evidence: Evidence, is_shared: Callable[[str], bool]) -> froz
     if roots and _partial(evidence):
         return frozenset(flows.paths)  # untraceable: one unshared path taints them all
     return frozenset(key[1] for key in flows.reach(roots) if key[0] == "p")
+
+
+def read_origins(evidence: Evidence) -> dict[str, frozenset[str]]:
+    """For every path the program read (content or metadata): the paths its bytes were at
+    before renames and copies moved them there, itself included.
+
+    Followed backwards in program order through every rename or copy whose destination is
+    the path or a folder above it (a moved folder moves what is inside), so a protected
+    file moved out of its glob, read and moved back is still a read of the protected file.
+    Linear in reads times the depth of each path times the renames chained (bounded).
+    """
+    moves: dict[str, list[tuple[int, str]]] = {}  # destination -> (sequence, source)
+    for effect in evidence.effects:
+        if effect.operation in _LINKING and len(effect.paths) >= 2:
+            moves.setdefault(effect.paths[-1], []).append((effect.sequence, effect.paths[0]))
+    out: dict[str, frozenset[str]] = {}
+    for effect in evidence.effects:
+        if effect.operation not in _READ_ONLY:
+            continue
+        for path in effect.paths:
+            found = {path}
+            if moves:
+                _trace(path, effect.sequence, moves, found, 0)
+            out[path] = out.get(path, frozenset()) | frozenset(found)
+    return out
+
+
+def _trace(
+    path: str, sequence: int, moves: dict[str, list[tuple[int, str]]], found: set[str], depth: int
+) -> None:
+    if depth > 32:
+        return
+    parts = path.split("/")
+    for end in range(len(parts), 0, -1):
+        head = "/".join(parts[:end])
+        for moved_at, source in moves.get(head, ()):
+            if moved_at < sequence:
+                origin = source + path[len(head) :]
+                if origin not in found:
+                    found.add(origin)
+                    _trace(origin, moved_at, moves, found, depth + 1)

@@ -17,6 +17,7 @@ from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
+from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -59,6 +60,7 @@ __all__ = (
     "DependencyRisks",
     "ExactContent",
     "ForbiddenPatterns",
+    "IgnoreReincludes",
     "IntentScope",
     "KeepTestsCollected",
     "KeyConstraint",

@@ -11,6 +11,7 @@ from ._config import ConfigInvariants
 from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
+from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -59,6 +60,7 @@ AnyRule = Annotated[
         IntentScope,
         AllowWorkflowEdits,
         WorkflowRisks,
+        IgnoreReincludes,
     ],
     Field(discriminator="type"),
 ]

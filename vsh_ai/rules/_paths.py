@@ -8,6 +8,8 @@ from pydantic import Field, field_validator, model_validator
 
 from .._evidence import Evidence
 from .._verdict import Verdict
+from ..analysis._provenance import read_origins
+from ..analysis._skeleton import skeleton
 from ._base import Action, GlobFields, Rule, describe_paths, secret_reads
 from ._glob import check_globs, matching
 
@@ -15,10 +17,20 @@ __all__ = (
     "DeniedChanges",
     "NoRefusedAccess",
     "ProtectedReads",
+    "protected_match",
     "validate_globs",
 )
 
 Globs = tuple[str, ...]
+
+
+def protected_match(globs: Globs, path: str) -> str | None:
+    """The glob protecting ``path``: any case, any width, and by its skeleton (a Cyrillic
+    е, a zero-width space or an accent does not unprotect ``.env``)."""
+    found = matching(globs, path, ignore_case=True)
+    if found is None and not path.isascii():
+        found = matching(globs, skeleton(path), ignore_case=True)
+    return found
 
 
 def validate_globs(globs: Globs) -> Globs:
@@ -46,7 +58,7 @@ class DeniedChanges(Rule):
         hits = {
             p: g
             for p in evidence.changed_paths
-            if (g := matching(self.globs, p, ignore_case=True)) is not None
+            if (g := protected_match(self.globs, p)) is not None
         }
         if not hits:
             return None
@@ -68,7 +80,10 @@ class ProtectedReads(Rule):
     """Reading paths matching ``globs`` gets ``action`` (review by default).
 
     Content reads count; with ``include_metadata`` listing a directory or checking
-    that a file exists counts too. Matching ignores case and Unicode width. With
+    that a file exists counts too. Matching ignores case and Unicode width, and compares
+    skeletons (lookalike letters, invisible characters). A read is judged by where its
+    bytes came from: a protected file renamed or copied out of the globs and read there is
+    a read of the protected file. With
     ``content = true`` a content read whose bytes hold detected secrets or key material
     counts as protected too, whatever the path's name.
     """
@@ -97,7 +112,13 @@ class ProtectedReads(Rule):
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         read = evidence.inspected_paths if self.include_metadata else evidence.read_paths
-        hits = [p for p in read if matching(self.globs, p, ignore_case=True) is not None]
+        origins = read_origins(evidence) if evidence.renames or _copies(evidence) else {}
+        hits: list[str] = []
+        for path in read:
+            for origin in sorted(origins.get(path, ()), key=lambda o: o != path) or (path,):
+                if protected_match(self.globs, origin) is not None:
+                    hits.append(origin)
+                    break
         if self.content:
             hits.extend(p for p in secret_reads(evidence) if p not in hits)
         if not hits:
@@ -109,6 +130,10 @@ class ProtectedReads(Rule):
             "their contents.",
             paths=hits,
         )
+
+
+def _copies(evidence: Evidence) -> bool:
+    return any(e.operation in ("rename", "copy") for e in evidence.effects)
 
 
 _WRITE_EFFECTS = frozenset(

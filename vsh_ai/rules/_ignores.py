@@ -1,0 +1,181 @@
+"""``ignore_reincludes``: a ``!`` rule in an ignore file must not re-include secret files.
+
+A re-include is judged by what it can match, with git's pattern rules (a pattern without
+a slash matches a name at any depth, ``/`` anchors it to the ignore file's folder, a
+trailing ``/`` matches folders and so everything inside; wcmatch matches each piece):
+
+- *re-includes secrets* (the rule's ``action``, reject by default) when it matches an
+  example of a ``secret_paths`` glob (``.env``, ``x.pem``, ``secrets/x``...), or when the
+  name it spells (wildcards filled in) matches one and is not a ``public`` path
+  (``.env.example``, ``id_ed25519.pub``);
+- *unclear* (review) when it uses character classes or escapes this check does not model;
+- otherwise fine: ``!docs/*.md`` or ``!.env.example`` re-include nothing secret.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator
+from wcmatch import fnmatch, glob
+
+from .._evidence import Evidence, EvidenceGap
+from .._verdict import Verdict
+from ..analysis._memo import analysis_of
+from ._base import Action, GlobFields, Rule, describe_paths
+from ._glob import check_globs, matching
+
+__all__ = ("IgnoreReincludes",)
+
+_FILLS = ("", "x")
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
+_NAME_FLAGS = fnmatch.DOTMATCH
+_UNMODELLED = re.compile(r"[\[\]\\]")
+
+
+def _examples(secret: str) -> list[str]:
+    """Concrete paths a root-anchored secret glob matches (wildcards filled in)."""
+    out: list[str] = []
+    for variant in _braces(secret):
+        body = variant[3:] if variant.startswith("**/") else variant
+        body = body.replace("/**", "/x")
+        pieces = re.split(r"\*+|\?", body)
+        for fills in itertools.product(_FILLS, repeat=len(pieces) - 1):
+            name = pieces[0] + "".join(f + p for f, p in zip(fills, pieces[1:], strict=True))
+            if name and "[" not in name:
+                out.append(name)
+    return out
+
+
+def _braces(pattern: str) -> list[str]:
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if match is None:
+        return [pattern]
+    return [
+        variant
+        for option in match.group(1).split(",")
+        for variant in _braces(pattern[: match.start()] + option + pattern[match.end() :])
+    ]
+
+
+def _matches(pattern: str, relative: str) -> bool:
+    """Whether the git pattern (no ``!``) re-includes ``relative`` or a folder above it."""
+    directory = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    anchored = "/" in pattern
+    pattern = pattern.lstrip("/")
+    parts = relative.split("/")
+    for end in range(1, len(parts) + 1):
+        if directory and end == len(parts):
+            break  # the path itself is a file: a folder pattern matches only above it
+        prefix = "/".join(parts[:end])
+        if anchored:
+            if glob.globmatch(prefix, pattern, flags=_GLOB_FLAGS):
+                return True
+        elif fnmatch.fnmatch(parts[end - 1], pattern, flags=_NAME_FLAGS):
+            return True
+    return False
+
+
+class IgnoreReincludes(Rule):
+    """Added ``!`` lines in ignore files must not re-include ``secret_paths``."""
+
+    type: Literal["ignore_reincludes"] = "ignore_reincludes"
+    glob_fields: ClassVar[GlobFields] = (
+        ("globs", False),
+        ("secret_paths", True),
+        ("public", True),
+    )
+    globs: tuple[str, ...] = Field(
+        default=("**/.gitignore", "**/.dockerignore"), description="The ignore files."
+    )
+    secret_paths: tuple[str, ...] = Field(description="Globs of secret-bearing paths.")
+    public: tuple[str, ...] = Field(
+        default=(
+            "**/*.example",
+            "**/*.sample",
+            "**/*.template",
+            "**/*.dist",
+            "**/*.pub",
+            "**/*.example.*",
+            "**/*.sample.*",
+            "**/*.template.*",
+        ),
+        description="Globs of paths that are public although a secret glob matches them.",
+    )
+    action: Action = "reject"
+    description: str = Field(default="", description="What this rule is for.")
+
+    _check_globs = field_validator("globs", "secret_paths", "public")(check_globs)
+
+    def check(self, evidence: Evidence, /) -> Verdict | None:
+        memo = analysis_of(evidence)
+        secret: dict[str, str] = {}
+        unclear: dict[str, str] = {}
+        for change in evidence.changes:
+            if change.after is None or matching(self.globs, change.path) is None:
+                continue
+            try:
+                added = memo.new_lines(change.path)
+            except (EvidenceGap, ValueError):
+                added = None
+            if added is None:
+                unclear[change.path] = "its lines cannot be read"
+                continue
+            folder = change.path.rpartition("/")[0]
+            for number, line in added:
+                body = line.strip()
+                if not body.startswith("!"):
+                    continue
+                found = self._judge(body[1:].strip(), folder)
+                where = f"{change.path} line {number} (`{body[:80]}`)"
+                if found == "unclear":
+                    unclear[where] = found
+                elif found is not None:
+                    secret[where] = found
+        if secret:
+            first = next(iter(secret.values()))
+            return self.verdict(
+                self.action,
+                f"{describe_paths(secret)} re-include{'s' if len(secret) == 1 else ''} "
+                f"secret files (it matches {first}); remove the `!` rule and keep secret "
+                "files ignored.",
+                paths=[w.split(" line ")[0] for w in secret],
+            )
+        if unclear:
+            return self.verdict(
+                "review",
+                f"{describe_paths(unclear)} re-include{'s' if len(unclear) == 1 else ''} "
+                "files with a pattern this check cannot read (character classes or "
+                "escapes); spell it plainly, or ask a human to review it.",
+                paths=[w.split(" line ")[0] for w in unclear],
+            )
+        return None
+
+    def _judge(self, pattern: str, folder: str) -> str | None:
+        """A secret path the pattern re-includes, "unclear", or None (nothing secret)."""
+        if not pattern or _UNMODELLED.search(pattern):
+            return "unclear" if pattern else None
+        for secret in self.secret_paths:
+            rooted = not secret.startswith("**/")
+            if rooted and folder:
+                continue  # a root-anchored glob: nothing below another folder matches it
+            for example in _examples(secret):
+                if matching(self.public, example, ignore_case=True) is None and _matches(
+                    pattern, example
+                ):
+                    return example
+        spelled = pattern.strip("/").replace("**", "x").replace("*", "x").replace("?", "x")
+        candidates = (
+            [spelled, spelled + "/x"] if pattern.endswith("/") or "*" in pattern else [spelled]
+        )
+        for name in candidates:
+            path = f"{folder}/{name}" if folder else name
+            if (
+                matching(self.secret_paths, path, ignore_case=True) is not None
+                and matching(self.public, path, ignore_case=True) is None
+            ):
+                return path
+        return None
