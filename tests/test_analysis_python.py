@@ -468,25 +468,24 @@ def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
         gc.enable() if was else gc.disable()
 
 
-def test_token_and_dump_helpers_also_pause_garbage_collection() -> None:
+def test_token_and_dump_helpers_also_pause_garbage_collection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import gc
 
-    from vsh_ai.analysis import _python, _python_layout
+    from vsh_ai.analysis import _python, _python_facts, _python_layout
 
     seen: list[bool] = []
-    original = _python_layout._parse
+    original = _python_facts._parse
 
     def spy(source):  # type: ignore[no-untyped-def]
         seen.append(gc.isenabled())
         return original(source)
 
     assert gc.isenabled()
-    try:
-        _python_layout._parse = spy
-        assert _python.code_tokens("x = 1  # c\n") == _python.code_tokens("x  =  1\n")
-        assert docstring_free_dump('"""doc"""\nx = 1\n') == docstring_free_dump("x = 1\n")
-        assert _python.code_tokens("x = (\n") is None
-    finally:
-        _python_layout._parse = original
+    monkeypatch.setattr(_python_layout, "_parse", spy)
+    assert _python.code_tokens("x = 1  # c\n") == _python.code_tokens("x  =  1\n")
+    assert docstring_free_dump('"""doc"""\nx = 1\n') == docstring_free_dump("x = 1\n")
+    assert _python.code_tokens("x = (\n") is None
     assert seen == [False] * 5
     assert gc.isenabled()
