@@ -351,7 +351,7 @@ async def test_poetry_caret_floor_raise_with_lock_is_approved(evidence_for: Buil
 
 @pytest.mark.parametrize(
     ("old", "new"),
-    [("^8.2.3", "^8.5.0"), ("~8.2.3", "~8.2.5"), ("^8.2", "8.5.1")],
+    [("^8.2.3", "^8.5.0"), ("~8.2.3", "~8.2.5"), ("^8.2", "8.5.1"), ("~8.2.3", "~8.3.0")],
 )
 async def test_a_narrower_caret_range_is_approved_not_loosened(
     evidence_for: Build, old: str, new: str
@@ -376,10 +376,13 @@ async def test_a_lowered_floor_is_rejected_with_a_true_reason(evidence_for: Buil
     assert "older than any the old range admitted" in reason
 
 
-async def test_a_caret_to_the_next_major_is_reviewed(evidence_for: Build) -> None:
-    files = {"pyproject.toml": poetry_pyproject("^8.5.0")}
+@pytest.mark.parametrize(("old", "new"), [("^8.5.0", "^9.0.0"), ("~8.5.0", "^8.6.0 || ^9.0.0")])
+async def test_a_range_into_the_next_major_is_reviewed(
+    evidence_for: Build, old: str, new: str
+) -> None:
+    files = {"pyproject.toml": poetry_pyproject(old)}
     decision, reason = await decide(
-        evidence_for, files, write("pyproject.toml", poetry_pyproject("^9.0.0")), "Upgrade."
+        evidence_for, files, write("pyproject.toml", poetry_pyproject(new)), "Upgrade."
     )
     assert decision == "review", reason
 
@@ -405,6 +408,34 @@ def test_resolution_findings_on_lock_excerpts() -> None:
     assert found == [("review", "keeps its integrity hashes and gains 1 more for the same version")]
     [(_, found)] = changes("yarn.lock", yarn_lock("4.17.20", L20), yarn_lock("4.17.21", L21))
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("requirement", "old", "new", "decision"),
+    [
+        ("requests", "~=2.31.0", "~=2.32.0", "approve"),  # a compatible-release bump
+        ("requests", ">=2.31,<3", ">=2.32.3,<3", "approve"),
+        ("requests", ">=2.31", ">=2.32", "approve"),
+        ("requests", ">=2.31,<3", ">=2.31,<4", "review"),  # a wider range: a person
+        ("requests", ">=2.31,<3", ">=2.30,<3", "reject"),  # reaches below the old floor
+        ("requests", "~=2.31.0", ">=2.31.0", "reject"),  # the upper bound is dropped
+    ],
+)
+async def test_pep621_range_moves(
+    evidence_for: Build, requirement: str, old: str, new: str, decision: str
+) -> None:
+    def pyproject(spec: str) -> str:
+        return (
+            f'[project]\nname = "api"\nversion = "0.3.0"\ndependencies = ["{requirement}{spec}"]\n'
+        )
+
+    decided, reason = await decide(
+        evidence_for,
+        {"pyproject.toml": pyproject(old)},
+        write("pyproject.toml", pyproject(new)),
+        "Bump.",
+    )
+    assert decided == decision, reason
 
 
 def test_requirement_hashes_findings() -> None:

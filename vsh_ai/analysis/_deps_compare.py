@@ -15,6 +15,7 @@ from ._deps_intervals import Relation
 from ._deps_model import _NPM_OVERRIDES, Dependency, LockEntry, Manifest, marker_never_holds
 from ._deps_ranges import (
     Ecosystem,
+    below_major,
     floor_major,
     is_newer,
     major_of,
@@ -233,18 +234,25 @@ class DependencyChange:
 
 
 def _narrowing(change: DependencyChange, where: str, *, allow_major: bool) -> list[str]:
+    """A range moved to newer versions: narrower, or a higher floor within the same major."""
     assert change.before is not None
     assert change.after is not None
     old, new = change.before.spec or "any", change.after.spec or change.after.source or "any"
     relation = change.relation
     if relation is None:
         return [f"{where}: cannot compare the ranges {old} -> {new}"]
-    if not relation.narrowed or relation.floor != "higher":
-        return [f"{where}: {old} -> {new} is not a narrower range with a higher lowest version"]
+    if relation.empty or relation.equal:
+        return [f"{where}: {old} -> {new} admits no new version"]
     low_old = floor_major(change.ecosystem, change.before.spec)
     low_new = floor_major(change.ecosystem, change.after.spec)
     if not allow_major and (low_old is None or low_new is None or low_old != low_new):
         return [f"{where}: {old} -> {new} moves the lowest version to another major"]
+    if relation.subset:
+        return []
+    if relation.floor != "higher" or relation.ceiling_dropped:
+        return [f"{where}: {old} -> {new} does not move to newer versions only"]
+    if not allow_major and not below_major(change.ecosystem, change.after.spec, low_old or 0):
+        return [f"{where}: {old} -> {new} admits versions of a higher major"]
     return []
 
 

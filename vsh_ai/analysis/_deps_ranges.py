@@ -125,6 +125,20 @@ def floor_major(ecosystem: Ecosystem, spec: str) -> int | None:
     return int(release[0]) if release else 0
 
 
+def below_major(ecosystem: Ecosystem, spec: str, major: int) -> bool:
+    """Every version ``spec`` admits is below ``major + 1`` (its pre-releases excluded)."""
+    found = _intervals(ecosystem, spec)
+    if not found or any(i[2] is None for i in found):
+        return False
+    if ecosystem == "npm":  # "<9.0.0" leaves out 9.0.0-beta by npm's pre-release rule
+        return all(
+            i[2] <= (major + 1, 0, 0, 1, ()) if not i[3] else i[2] < (major + 1, 0, 0, 0, ())
+            for i in found
+        )
+    limit = version_key(Version(f"{major + 1}.dev0"))
+    return all(i[2] <= limit if not i[3] else i[2] < limit for i in found)
+
+
 def relate_ranges(ecosystem: Ecosystem, new: str, old: str) -> Relation | None:
     """How the range ``new`` relates to ``old`` (None: either cannot be read as a range)."""
     a, b = _intervals(ecosystem, new), _intervals(ecosystem, old)
