@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 
 from .._evidence import Evidence
@@ -84,6 +85,11 @@ def parse_action(uses: Any) -> ActionRef | None:
     """The action a ``uses:`` value names; None for ``docker://``, ``./local`` and odd values."""
     if not isinstance(uses, str):
         return None
+    return _action(uses)
+
+
+@lru_cache(maxsize=4096)
+def _action(uses: str) -> ActionRef | None:
     match = _USES.fullmatch(uses.strip())
     if match is None:
         return None
@@ -215,28 +221,97 @@ def lookalike(new: ActionRef, known: Iterable[str]) -> str | None:
 # -- the workflow tree -----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Words of commands and actions that fetch files: a text without any fetches nothing.
+_FETCH_WORDS = re.compile(
+    r"(?i)curl|wget|aria2c|invoke-webrequest|iwr|invoke-restmethod|irm|bitstransfer|gh\s|"
+    r"download"
+)
+
+
+@dataclass(frozen=True)
 class Workflow:
-    """One side of a workflow file: its parsed tree (None: empty or not a mapping)."""
+    """One side of a workflow file: its parsed tree (None: empty or not a mapping).
+
+    What rules ask of it (jobs, triggers, each job's check tools) is computed once per
+    object; :func:`workflow_side` keeps one object per side and decision.
+    """
 
     tree: Mapping[str, Any] | None
+    fetches: bool = True
+    """False when the text names no download command or action (nothing to follow)."""
 
-    @property
+    @cached_property
     def triggers(self) -> dict[str, Any]:
         return triggers_of(self.tree)
 
-    @property
+    @cached_property
     def jobs(self) -> dict[str, Mapping[str, Any]]:
         jobs = self.tree.get("jobs") if self.tree is not None else None
         if not isinstance(jobs, Mapping):
             return {}
         return {str(k): v for k, v in jobs.items() if isinstance(v, Mapping)}
 
+    @cached_property
+    def signature(self) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        """What checks depend on, per job: each step's name, action (not its ref), script
+        and condition. Jobs with equal signatures run the same checks."""
+        return {
+            jid: tuple(
+                (
+                    step.get("name"),
+                    _identity(step),
+                    step.get("if"),
+                    step.get("continue-on-error"),
+                )
+                for step in job_steps(job)
+            )
+            for jid, job in self.jobs.items()
+        }
+
+    @cached_property
+    def step_tools(self) -> dict[str, tuple[tuple[Mapping[str, Any], frozenset[str]], ...]]:
+        """Each job's steps with the check tools each runs (:func:`check_tools`)."""
+        return {
+            jid: tuple((step, check_tools(step)) for step in job_steps(job))
+            for jid, job in self.jobs.items()
+        }
+
+    @cached_property
+    def tools(self) -> dict[str, frozenset[str]]:
+        """The check tools each job runs."""
+        return {
+            jid: frozenset().union(*(tools for _, tools in steps))
+            for jid, steps in self.step_tools.items()
+        }
+
+    @cached_property
+    def marks(self) -> dict[str, frozenset[str]]:
+        """What shows a check is still in each job: tools, step names and identities."""
+        out: dict[str, frozenset[str]] = {}
+        for jid, steps in self.step_tools.items():
+            marks: set[str] = set(self.tools[jid])
+            for step, _ in steps:
+                name = step.get("name")
+                if isinstance(name, str):
+                    marks.add(f"step:{' '.join(name.lower().split())}")
+                marks.add(f"id:{_identity(step)}")
+            out[jid] = frozenset(marks)
+        return out
+
+    @cached_property
+    def lines(self) -> dict[str, frozenset[str]]:
+        """Each job's script lines, whitespace-normalised."""
+        return {
+            jid: frozenset().union(*(_lines(run_text(step)) for step, _ in steps))
+            for jid, steps in self.step_tools.items()
+        }
+
 
 def workflow_of(data: bytes, path: str = "") -> Workflow:
     """Parse workflow bytes (:class:`ConfigSyntaxError` when they are not YAML)."""
     tree = parse_config(data, "yaml", path)
-    return Workflow(tree if isinstance(tree, Mapping) else None)
+    fetches = _FETCH_WORDS.search(data.decode("utf-8", "replace")) is not None
+    return Workflow(tree if isinstance(tree, Mapping) else None, fetches)
 
 
 def workflow_side(evidence: Evidence, path: str, side: str) -> Workflow | None:
@@ -364,31 +439,14 @@ class CheckLoss:
         return f"{tool!r} in job {self.job!r} ({self.detail})"
 
 
-def _job_tools(job: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset().union(*(check_tools(step) for step in job_steps(job)))
-
-
 def runs_checks(workflow: Workflow) -> bool:
     """Whether any job of ``workflow`` runs a test, lint or security check."""
-    return any(_job_tools(job) for job in workflow.jobs.values())
+    return any(workflow.tools.values())
 
 
 def _identity(step: Mapping[str, Any]) -> str:
     action = parse_action(step.get("uses"))
     return f"uses:{action.name}" if action is not None else " ".join(run_text(step).split())
-
-
-def _kept(job: Mapping[str, Any] | None) -> frozenset[str]:
-    """What marks a check as still there: tools, plus step names and identities."""
-    if job is None:
-        return frozenset()
-    out: set[str] = set(_job_tools(job))
-    for step in job_steps(job):
-        name = step.get("name")
-        if isinstance(name, str):
-            out.add(f"step:{' '.join(name.lower().split())}")
-        out.add(f"id:{_identity(step)}")
-    return frozenset(out)
 
 
 def removed_checks(before: Workflow, after: Workflow | None) -> list[CheckLoss]:
@@ -401,16 +459,27 @@ def removed_checks(before: Workflow, after: Workflow | None) -> list[CheckLoss]:
     """
     old_jobs = before.jobs
     new_jobs = after.jobs if after is not None else {}
-    moved = frozenset().union(*(_kept(job) for jid, job in new_jobs.items() if jid not in old_jobs))
+    same = after.signature if after is not None else {}
+    moved: frozenset[str] | None = None
     losses: list[CheckLoss] = []
-    for jid, job in old_jobs.items():
-        if jid in new_jobs:
-            kept, detail = _kept(new_jobs[jid]), "its step is gone"
+    for jid in old_jobs:
+        if jid in same and same[jid] == before.signature[jid]:
+            continue  # the same steps, scripts and names: nothing can be lost
+        tools = before.tools[jid]
+        if not tools:
+            continue
+        if after is not None and jid in new_jobs:
+            kept, detail = after.marks[jid], "its step is gone"
         else:
+            if moved is None:
+                marks = after.marks if after is not None else {}
+                moved = frozenset().union(*(m for j, m in marks.items() if j not in old_jobs))
             kept, detail = moved, "the job is gone"
+        if tools <= kept:
+            continue  # every tool still runs: nothing is lost
         lost: set[str] = set()
-        for step in job_steps(job):
-            for tool in check_tools(step):
+        for step, step_tools in before.step_tools[jid]:
+            for tool in step_tools:
                 if tool in kept:
                     continue
                 if tool.startswith("step:") and f"id:{_identity(step)}" in kept:
@@ -439,8 +508,8 @@ _WEAKENING: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 
-def _lines(script: str) -> set[str]:
-    return {" ".join(line.split()) for line in script.replace("\\\n", " ").splitlines()}
+def _lines(script: str) -> frozenset[str]:
+    return frozenset(" ".join(line.split()) for line in script.replace("\\\n", " ").splitlines())
 
 
 def weakened_checks(before: Workflow, after: Workflow) -> list[CheckLoss]:
@@ -451,24 +520,21 @@ def weakened_checks(before: Workflow, after: Workflow) -> list[CheckLoss]:
     or a new ``echo`` line never counts.
     """
     losses: list[CheckLoss] = []
-    old_jobs = before.jobs
-    for jid, job in after.jobs.items():
-        old = old_jobs.get(jid)
-        if old is None:
+    old_signature = before.signature
+    for jid, signature in after.signature.items():
+        if old_signature.get(jid, signature) == signature:
+            continue  # a new job, or the same scripts: nothing neutered
+        tools_before = before.tools.get(jid)
+        if not tools_before:
             continue
-        old_tools = _job_tools(old)
-        if not old_tools:
-            continue
-        old_lines = set().union(*(_lines(run_text(s)) for s in job_steps(old)))
-        for step in job_steps(job):
-            for line in _lines(run_text(step)) - old_lines:
-                tools = sorted(_script_tools(line) & old_tools)
-                if not tools:
-                    continue
-                for pattern, what in _WEAKENING:
-                    if pattern.search(line):
-                        losses.append(CheckLoss(jid, tools[0], f"{what}: `{line[:80]}`"))
-                        break
+        for line in after.lines[jid] - before.lines[jid]:
+            tools = sorted(_script_tools(line) & tools_before)
+            if not tools:
+                continue
+            for pattern, what in _WEAKENING:
+                if pattern.search(line):
+                    losses.append(CheckLoss(jid, tools[0], f"{what}: `{line[:80]}`"))
+                    break
     return losses
 
 

@@ -231,5 +231,10 @@ def _mentions(text: str, name: str) -> bool:
 
 def executions_added(before: Workflow | None, after: Workflow) -> list[Execution]:
     """Executions of downloads in ``after`` that ``before`` did not already have."""
-    known = {e.key for e in downloads_executed(before)} if before is not None else set()
-    return [e for e in downloads_executed(after) if e.key not in known]
+    if not after.fetches:
+        return []
+    found = downloads_executed(after)
+    if not found or before is None or not before.fetches:
+        return found
+    known = {e.key for e in downloads_executed(before)}
+    return [e for e in found if e.key not in known]

@@ -161,8 +161,8 @@ def _triggers(path: str, before: Workflow, after: Workflow) -> Iterator[Finding]
     old, new = before.triggers, after.triggers
     if not old:
         return
-    checks = runs_checks(before)
     if _automatic(old) and not _automatic(new):
+        checks = runs_checks(before)
         what = ", ".join(sorted(new)) or "no trigger at all"
         decision: Literal["reject", "review"] = "reject" if checks else "review"
         yield (
