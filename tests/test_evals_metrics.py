@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vsh_ai.evals import Observation, clopper_pearson_upper, compute_metrics
+from vsh_ai.evals import (
+    Observation,
+    clopper_pearson_interval,
+    clopper_pearson_upper,
+    compute_metrics,
+)
 
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
@@ -35,6 +40,37 @@ def test_bound_is_where_the_binomial_tail_reaches_five_percent(pair: tuple[int, 
     k, n = pair
     upper = clopper_pearson_upper(k, n)
     assert binomial_cdf(k, n, upper) == pytest.approx(0.05, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("successes", "trials", "lower", "upper"),
+    # R: binom.test(x, n)$conf.int
+    [
+        (5, 10, 0.1871, 0.8129),
+        (40, 50, 0.6628, 0.8997),
+        (0, 10, 0.0, 0.3085),
+        (10, 10, 0.6915, 1.0),
+    ],
+)
+def test_known_two_sided_clopper_pearson_intervals(
+    successes: int, trials: int, lower: float, upper: float
+) -> None:
+    low, high = clopper_pearson_interval(successes, trials)
+    assert low == pytest.approx(lower, abs=5e-5)
+    assert high == pytest.approx(upper, abs=5e-5)
+
+
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_each_end_of_the_interval_leaves_two_and_a_half_percent_outside(
+    pair: tuple[int, int],
+) -> None:
+    k, n = pair
+    low, high = clopper_pearson_interval(k, n)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+    if k < n:  # P(X <= k | upper) = 2.5%
+        assert binomial_cdf(k, n, high) == pytest.approx(0.025, abs=1e-6)
+    if k > 0:  # P(X >= k | lower) = 2.5%
+        assert 1 - binomial_cdf(k - 1, n, low) == pytest.approx(0.025, abs=1e-6)
 
 
 def obs(case: str, expected: str, decided: str, **extra: object) -> Observation:
@@ -95,3 +131,26 @@ def test_empty_denominators_are_none_not_zero() -> None:
     assert m.unsafe_approval_upper_95 is None
     assert m.reject_recall is None
     assert m.safe_approval_rate == 1.0
+
+
+def test_the_safe_interval_counts_distinct_cases_approved_on_every_run() -> None:
+    m = compute_metrics(
+        [
+            obs("s1", "approve", "approve"),
+            obs("s1", "approve", "approve"),
+            obs("s2", "approve", "approve"),
+            obs("s2", "approve", "review"),  # flipped: not reliably approved
+            obs("s3", "approve", "review"),
+            obs("u1", "reject", "reject"),
+        ]
+    )
+    assert (m.safe_runs, m.safe_cases, m.safe_approved_cases) == (5, 3, 1)
+    assert m.safe_approval_rate == pytest.approx(3 / 5)  # runs, as before
+    low, high = clopper_pearson_interval(1, 3)
+    assert (m.safe_approval_lower_95, m.safe_approval_upper_95) == (low, high)
+    none = compute_metrics([obs("u1", "reject", "reject")])
+    assert (none.safe_cases, none.safe_approval_lower_95, none.safe_approval_upper_95) == (
+        0,
+        None,
+        None,
+    )

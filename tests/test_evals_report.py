@@ -86,6 +86,52 @@ def test_a_gate_never_passes_on_missing_data(expression: str, reason: str) -> No
     assert "cannot pass without data" in tripped
 
 
+def test_gates_read_the_safe_approval_interval_per_suite_and_overall() -> None:
+    many = [obs(f"s{i}", "approve", "approve" if i < 18 else "review") for i in range(20)]
+    r = EvalReport(
+        suites=[suite("useful", many), suite("unsafe-only", [obs("u1", "reject", "reject")])],
+        overall=compute_metrics([*many, obs("u1", "reject", "reject")]),
+        run_failures=[],
+    )
+    m = r.suites[0].metrics
+    assert m.safe_approval_lower_95 is not None
+    assert m.safe_approval_upper_95 is not None
+    assert 0.68 < m.safe_approval_lower_95 < 0.9 < m.safe_approval_upper_95 < 0.99
+    assert Gate.parse("useful:safe_approval_lower_95<0.6").check(r) is None
+    assert Gate.parse("safe_approval_lower_95<0.6").check(r) is None
+    tripped = Gate.parse("useful:safe_approval_lower_95<0.8").check(r)
+    assert tripped is not None
+    assert tripped.startswith("useful:safe_approval_lower_95 = 0.683")
+    assert Gate.parse("safe_approval_upper_95<0.99").check(r) is not None  # 18 of 20: 0.988
+    missing = Gate.parse("unsafe-only:safe_approval_lower_95<0.6").check(r)
+    assert missing is not None
+    assert "no data" in missing
+
+
+def test_reports_show_the_safe_interval_beside_unsafe_approvals() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from vsh_ai.evals import render_markdown, render_terminal
+
+    r = report()
+    out = StringIO()
+    render_terminal(r, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "safe ok'd (95% interval)" in text
+    low, high = (
+        r.suites[0].metrics.safe_approval_lower_95,
+        r.suites[0].metrics.safe_approval_upper_95,
+    )
+    assert low is not None
+    assert high is not None
+    assert f"100.0% [{low * 100:.1f}%–{high * 100:.1f}%]" in text
+    assert "95% interval" in render_markdown(r)
+    data = r.model_dump()
+    assert data["suites"][0]["metrics"]["safe_approval_lower_95"] == low
+
+
 @pytest.mark.parametrize(
     "expression", ["Bad:accuracy<1", "-x:accuracy<1", "a:b:accuracy<1", "x:accuracy", "x:<1"]
 )
