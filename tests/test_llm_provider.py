@@ -4,6 +4,7 @@ on 127.0.0.1 started by the test. Every failure ends in review; host files never
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -367,3 +368,54 @@ async def test_the_provider_receives_no_more_than_max_input_bytes(
     sent = sum(len(str(m.get("content") or "").encode()) for m in body["messages"])
     sent += sum(len(json.dumps(tool).encode()) for tool in body.get("tools", []))
     assert sent <= 6_000 + 200  # JSON framing of the tool list aside
+
+
+def _closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_provider_http_failure_names_its_class_and_status(
+    chat_server: ChatServer, evidence
+) -> None:
+    """What a person reads says which failure it was; the provider's own text never shows."""
+    chat_server.script = lambda body: (429, b'{"error": {"message": "quota for tls = true"}}', 0.0)
+    verdict = await judge_at(chat_server).review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "provider_error")
+    assert "provider failed: ModelRateLimitError 429" in verdict.reason
+    assert verdict.details["error_class"] == "ModelRateLimitError"
+    assert verdict.details["http_status"] == 429
+    assert "quota" not in verdict.model_dump_json()
+    assert "tls" not in verdict.reason
+
+
+async def test_a_provider_connection_failure_names_its_classes(
+    chat_server: ChatServer, evidence
+) -> None:
+    chat_server.port = _closed_port()
+    verdict = await judge_at(chat_server).review(evidence)
+    assert (verdict.decision, verdict.failure) == ("review", "provider_error")
+    assert verdict.details["error_class"] == "ModelConnectionError"
+    assert "http_status" not in verdict.details
+    cause = verdict.details["error_cause"]
+    assert cause in {"ConnectError", "ConnectionRefusedError"}
+    assert f"provider failed: ModelConnectionError ({cause})" in verdict.reason
+
+
+async def test_a_reject_reason_and_its_concerns_read_as_separate_sentences(
+    chat_server: ChatServer, evidence
+) -> None:
+    chat_server.script = reviewer(
+        "reject",
+        reason="Turning TLS off is not authorized",
+        concerns=["C1 sets tls = false"],
+        missing_evidence=["who asked for it"],
+    )
+    verdict = await judge_at(chat_server).review(evidence)
+    assert verdict.decision == "reject"
+    assert verdict.reason == (
+        "Turning TLS off is not authorized. Concerns: C1 sets tls = false. "
+        "Missing: who asked for it"
+    )

@@ -37,7 +37,13 @@ from pydantic_ai.usage import UsageLimits
 from .._evidence import Evidence
 from .._verdict import Decision, FailureCategory, Usage, Verdict
 from ._packet import Packet, PacketRefused, build_packet
-from ._report import JudgeReport, inconsistency, report_feedback
+from ._report import (
+    JudgeReport,
+    failure_details,
+    failure_summary,
+    inconsistency,
+    report_feedback,
+)
 from ._sharing import SharingPolicy
 
 __all__ = (
@@ -376,7 +382,8 @@ class LLMCommitJudge:
                 f"exceeds its input budget ({error.limit} bytes)"
             )
         if isinstance(error, ModelAPIError | OSError):
-            return "provider_error", "The LLM judge's provider failed"
+            what = failure_summary(failure_details(error))
+            return "provider_error", f"The LLM judge's provider failed: {what}"
         if isinstance(error, UsageLimitExceeded):
             # pydantic-ai's own message (not provider text) tells tokens from tools/requests.
             if "token" in str(error):
@@ -417,7 +424,14 @@ class LLMCommitJudge:
         except Exception as error:
             category, what = self._failure_of(error)
             usage = Usage() if isinstance(error, InputBudgetExceeded) else _USAGE_FAILED
-            return self._failed(category, f"{what}; a human must review this work.", packet, usage)
+            return self._verdict(
+                "review",
+                f"{what}; a human must review this work.",
+                failure=category,
+                packet=packet,
+                usage=usage,
+                **failure_details(error),  # class and HTTP status only, never error text
+            )
         finally:
             _SENT.reset(token)
             self._slots.release()

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._packet import Packet
 
-__all__ = ("JudgeReport", "inconsistency", "report_feedback")
+__all__ = (
+    "JudgeReport",
+    "failure_details",
+    "failure_summary",
+    "inconsistency",
+    "report_feedback",
+)
 
 _MAX_FEEDBACK = 1200
 
@@ -75,11 +81,59 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_ENDS = (".", "!", "?", "…", '."', ".'", ".)", '?"', '!"')
+
+
+def _ended(text: str) -> str:
+    """``text`` ending like a sentence, so that another can follow it."""
+    text = text.rstrip(" ;,:")
+    return text if not text or text.endswith(_ENDS) else text + "."
+
+
+def _items(label: str, items: list[str]) -> str:
+    return label + "; ".join(_clip(item, 200).rstrip(" ;,.") for item in items)
+
+
 def report_feedback(report: JudgeReport) -> str:
-    """Concise, actionable feedback for the agent: the reason, then concerns and gaps."""
+    """Concise, actionable feedback for the agent: the reason, then concerns and gaps,
+    each its own sentence."""
     parts = [_clip(report.reason, 600)]
     if report.concerns:
-        parts.append("Concerns: " + "; ".join(_clip(c, 200) for c in report.concerns))
+        parts.append(_items("Concerns: ", report.concerns))
     if report.missing_evidence:
-        parts.append("Missing: " + "; ".join(_clip(m, 200) for m in report.missing_evidence))
-    return _clip(" ".join(parts), _MAX_FEEDBACK)
+        parts.append(_items("Missing: ", report.missing_evidence))
+    text = " ".join([*(_ended(part) for part in parts[:-1]), parts[-1]])
+    return _clip(text, _MAX_FEEDBACK)
+
+
+def failure_details(error: BaseException) -> dict[str, Any]:
+    """What a failed model call was, never what it said (provider text may echo the
+    packet): the exception's class, the HTTP status when there is one, and otherwise the
+    transport error among its causes (an ``httpx`` class such as ``ConnectError`` when
+    there is one, else the root cause's class)."""
+    details: dict[str, Any] = {"error_class": type(error).__name__}
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        details["http_status"] = status
+        return details
+    cause, root = error.__cause__ or error.__context__, None
+    for _ in range(8):
+        if cause is None:
+            break
+        if type(cause).__module__.startswith("httpx"):
+            root = cause
+            break
+        if not isinstance(cause, BaseExceptionGroup):
+            root = cause
+        cause = cause.__cause__ or cause.__context__
+    if root is not None and type(root).__name__ != details["error_class"]:
+        details["error_cause"] = type(root).__name__
+    return details
+
+
+def failure_summary(details: dict[str, Any]) -> str:
+    """``ModelRateLimitError 429`` or ``ModelConnectionError (ConnectError)``."""
+    text = str(details["error_class"])
+    if "http_status" in details:
+        return f"{text} {details['http_status']}"
+    return f"{text} ({details['error_cause']})" if "error_cause" in details else text
