@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.durable  # kills a real process mid-commit, 10-50 s
+
 CHILD = r"""
 import asyncio, json, sys
 from pathlib import Path

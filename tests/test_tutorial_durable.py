@@ -11,6 +11,8 @@ import pytest
 
 pytest.importorskip("dbos")
 
+pytestmark = pytest.mark.durable  # kills a real DBOS worker and recovers it, about 15 s
+
 ROOT = Path(__file__).resolve().parents[1]
 AFTER = "# Changelog\n\n## 1.4.1\n- Fix request timeout handling\n\n## 1.4.0\n- Faster startup\n"
 
