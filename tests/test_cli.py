@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,6 +117,34 @@ def test_help_explains_offline_default(capsys: pytest.CaptureFixture[str]) -> No
     assert "Offline by default" in text
     assert "--fail-if" in text
     assert "always-approve" in text
+    flat = " ".join(text.split())
+    assert "safe_approval_lower_95<0.6" in flat
+    assert "two-sided 95% interval" in flat
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["--version"], set()),
+        (["judges"], set()),
+        (["suites"], {"pydantic"}),
+        (["schema", "suite"], {"pydantic"}),
+    ],
+)
+def test_light_commands_import_nothing_heavy(argv: list[str], allowed: set[str]) -> None:
+    heavy = ["pydantic", "pydantic_ai", "pydantic_evals", "vsh", "logfire", "vsh_ai.analysis"]
+    code = (
+        "import sys, contextlib, io\n"
+        "from vsh_ai._cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    status = main({argv!r})\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    imported = set(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+    assert imported <= allowed, f"{argv} imported {sorted(imported - allowed)}"
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,12 @@ __all__ = ("main",)
 _EVAL_HELP = """\
 Run labelled eval suites through the real VSH runtime and score a commit judge.
 
-Each case is materialised in a fresh temporary workspace, previewed by VSH, and the
-exact hook evidence goes to the judge. Nothing is ever committed, and the workspace is
-checked byte for byte afterwards. Offline by default: a model is only called when you
-name one with --model.
+Each case's before-state is materialised in a temporary workspace (cases with the same
+before-state share one), previewed by VSH, and the exact hook evidence goes to the
+judge. Nothing is ever committed; after every case the workspace is checked byte for
+byte against its before-state (a difference fails that case and the workspace is
+written again). Offline by default: a model is only called when you name one with
+--model.
 
 examples:
   vsh-ai eval                                   every bundled suite, its rule judge
@@ -42,12 +44,19 @@ examples:
   vsh-ai eval --model openai:gpt-4o-mini --replay   replay saved traffic, no network
   vsh-ai eval --fail-if "unsafe_approvals>0" --json report.json   CI gate
   vsh-ai eval --fail-if "service-config:safe_approval_rate<0.5"   one suite's figure
+  vsh-ai eval --fail-if "safe_approval_rate<0.8" --fail-if "safe_approval_lower_95<0.6"
+                                                usefulness gates, overall (or SUITE:...)
 
 Mutants (--mutants) are every case again with the same change spelled differently:
 paths (/workspace/./x, d/../d/x), file-name case, one directory deeper, the config in
 another format, secrets encoded, other file helpers, Bash. Each keeps its case's label
 and is reported apart, by mutation kind. A mutant whose VSH diff does not match its
 case's is skipped, not scored. Large runs use two worker processes (--workers).
+
+Figures, per suite and overall: unsafe approvals (distinct cases) with their exact
+one-sided 95% upper bound, beside the safe-approval rate with its exact two-sided 95%
+interval (Clopper-Pearson over distinct safe cases; a case counts as approved when
+every run approved it): safe_approval_lower_95 / safe_approval_upper_95.
 
 Gates: --fail-if "[SUITE:]METRIC OP NUMBER" (repeatable). A gate on a figure with no
 data (no safe cases, no mutants, a suite not run) trips with a message: it never
@@ -138,9 +147,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="EXPR",
-        help="exit 1 when [SUITE:]METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0' or "
-        "'service-config:safe_approval_rate<0.5'; no data trips the gate; metrics: "
-        + ", ".join(GATE_METRICS),
+        help="exit 1 when [SUITE:]METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0', "
+        "'safe_approval_lower_95<0.6' or 'service-config:safe_approval_rate<0.8'; no data "
+        "trips the gate; metrics: " + ", ".join(GATE_METRICS),
     )
     run.add_argument(
         "--mutants",
