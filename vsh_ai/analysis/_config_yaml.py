@@ -213,6 +213,8 @@ def _tree(loader: Any, node: yaml.Node) -> Any:
     to the loader, which then reads them and reports exactly what it always did.
     """
     if isinstance(node, yaml.ScalarNode):
+        if node.tag == _STR_TAG:
+            return node.value  # what construct_yaml_str returns for a scalar node
         if node.tag not in _SCALAR_TAGS:
             raise _Unusual(node.tag)
         return loader.yaml_constructors[node.tag](loader, node)
@@ -235,7 +237,7 @@ def _tree(loader: Any, node: yaml.Node) -> Any:
             tag = _STR_TAG  # '=' and 'on:' are names, not values
         elif tag not in _SCALAR_TAGS:
             raise _Unusual(tag)
-        key = constructors[tag](loader, key_node)
+        key = key_node.value if tag == _STR_TAG else constructors[tag](loader, key_node)
         typed = (type(key), key)
         if typed in seen:  # unhashable keys raise here too
             raise _Unusual("duplicate key")
