@@ -331,6 +331,28 @@ class LockChange:
         assert entry is not None
         return entry.name
 
+    @property
+    def source_change(self) -> bool:
+        """The registry, index or repository changes (``http://`` -> ``https://`` of the
+        same host and path is not a change of source: the same files, fetched securely)."""
+        if self.before is None or self.after is None:
+            return False
+        old, new = self.before.source, self.after.source
+        if old == new:
+            return False
+        secured = [
+            a.startswith("http://") and b == "https://" + a[len("http://") :]
+            for a, b in zip(self.before.artifacts, self.after.artifacts, strict=False)
+        ]
+        return not (
+            old is not None
+            and new is not None
+            and old.startswith("http://")
+            and new == "https://" + old[len("http://") :]
+            and len(self.before.artifacts) == len(self.after.artifacts)
+            and all(secured)
+        )
+
     def problems(self, ecosystem: Ecosystem, *, allow_major: bool) -> list[str]:
         """Why this is not a same-source upgrade of an existing entry ([] if it is)."""
         where = f"lock entry {self.key or '<root>'}"
@@ -341,7 +363,7 @@ class LockChange:
         if self.key in ("", "<project>"):
             return [f"{where} (the project's own requirements) changed"]
         problems: list[str] = []
-        if self.before.source != self.after.source:
+        if self.source_change:
             problems.append(f"{where} changes its source")
         if self.after.install_script and not self.before.install_script:
             problems.append(f"{where} gains an install script")

@@ -103,7 +103,9 @@ def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
         hashed = _hash_change(set(before.integrity), set(after.integrity), label)
         if hashed is not None:
             found.append(hashed)
-        if before.artifacts != after.artifacts and before.source == after.source:
+        if before.artifacts != after.artifacts and not change.source_change:
+            if before.source != after.source:
+                return found  # http:// -> https:// of the same files
             new_hosts = {_host(a) for a in after.artifacts} - {_host(a) for a in before.artifacts}
             if ecosystem == "npm" or new_hosts - {""}:
                 shown = ", ".join(sorted(set(after.artifacts) - set(before.artifacts))[:2])

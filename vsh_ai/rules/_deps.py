@@ -463,12 +463,18 @@ class DependencyRisks(Rule):
         for dep in diff.changes:
             self._dependency_risks(evidence, dep, removed, existing, flag)
         if after.is_lock:
+            # yarn Berry's checksums depend on its cache settings: when __metadata changes,
+            # every checksum may change with the same files (a person decides, no reject).
+            rehashed = after.kind == "yarn.lock" and before.rest != after.rest
             for entry in compare_locks(before, after):
                 if entry.after is None or entry.key in ("", "<project>"):
                     continue
-                if entry.before is not None and entry.before.source != entry.after.source:
+                if entry.source_change:
+                    assert entry.before is not None
                     flag(
-                        self.action, f"lock entry {entry.key} changes its source; keep the registry"
+                        self.action,
+                        f"lock entry {entry.key} changes its source ({entry.before.source} -> "
+                        f"{entry.after.source}); keep the registry",
                     )
                 elif (
                     entry.before is None
@@ -487,6 +493,9 @@ class DependencyRisks(Rule):
                 ):
                     flag(self.action, f"lock entry {entry.key} drops its integrity hash")
                 for severity, phrase in lock_resolution(entry, after.ecosystem):
+                    if rehashed and severity == "reject" and "integrity" in phrase:
+                        severity = "review"
+                        phrase += " while the lock's cache settings (__metadata) change"
                     flag(
                         self.action if severity == "reject" else "review",
                         f"lock entry {entry.key} {phrase}"
