@@ -36,6 +36,7 @@ _VERIFIERS = re.compile(
     r"(?i)\b(sha(1|224|256|384|512)sum|shasum|md5sum|b2sum|gpg|gpgv|cosign|minisign|"
     r"slsa-verifier|Get-FileHash|certutil|openssl\s+dgst)\b"
 )
+_TRACKED = 64  # downloaded files followed per job: bounded work on any script
 _SEPARATORS = re.compile(r"&&|\|\||;|\|")
 _DOWNLOAD_ACTIONS = re.compile(
     r"(?i)^(actions/download-artifact|dawidd6/action-download-artifact)$"
@@ -205,13 +206,15 @@ def downloads_executed(workflow: Workflow) -> list[Execution]:
 
 def _scan(jid: str, script: str, fetched: dict[str, bool], found: list[Execution]) -> None:
     for line in script.replace("\\\n", " ").splitlines():
-        redirect = _redirect(line)
+        redirect = _redirect(line) if ">" in line else None
         for words in _commands(line):
             for name in _downloaded(words, redirect):
-                if name:
+                if name and (name in fetched or len(fetched) < _TRACKED):
                     fetched[name] = False
+            if not fetched:
+                continue
             text = " ".join(words)
-            if fetched and _VERIFIERS.search(text):
+            if _VERIFIERS.search(text):
                 for name in fetched:
                     if _mentions(text, name):
                         fetched[name] = True

@@ -58,7 +58,8 @@ _CACHE_WITH_KEYS = frozenset(
 )
 # ${{ ... }} in cache keys and paths: contexts whose values are the runner's, the matrix's
 # or file hashes, never secrets or text from the triggering event.
-_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+_EXPRESSION = re.compile(r"\$\{\{([^}]*)\}\}")
+_MAX_VALUE = 4096
 _SAFE_EXPRESSION = re.compile(
     r"\s*(runner\.(os|arch|temp|tool_cache)|matrix\.[A-Za-z0-9_-]+|env\.[A-Za-z0-9_]+|"
     r"steps\.[A-Za-z0-9_-]+\.outputs\.[A-Za-z0-9_-]+|inputs\.[A-Za-z0-9_-]+|"
@@ -88,6 +89,8 @@ def _opaque(token: str) -> bool:
 
 def _safe_text(text: str, *, path: bool = False) -> bool:
     """A cache key or path: literal characters and safe ``${{ }}`` expressions only."""
+    if len(text) > _MAX_VALUE:
+        return False  # no real cache key or path is this long (and scans stay linear)
     rest = _EXPRESSION.sub(lambda m: "x" if _SAFE_EXPRESSION.fullmatch(m.group(1)) else "\0", text)
     if "\0" in rest or "${{" in rest:
         return False
