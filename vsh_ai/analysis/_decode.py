@@ -22,6 +22,7 @@ import re2  # type: ignore[import-untyped]
 __all__ = (
     "PASSES",
     "Rewrite",
+    "char_codes",
     "compile_re2",
     "could_match",
     "decode_base64",
@@ -465,6 +466,25 @@ def percent_decode(text: str) -> Rewrite | None:
     return out.result()
 
 
+# Eight or more character codes in a row: ``[103, 104, 112]``, ``chr(103) + chr(104)``,
+# ``0x67, 0x68`` (a secret spelled as numbers, joined back at run time).
+_CODE = r"(?:chr\(|\\x)?(?:0[xX][0-9A-Fa-f]{2}|[0-9]{2,3})\)?"
+_CODES = compile_re2(r"(?:" + _CODE + r"[ \t]*[,+][ \t]*){7,}" + _CODE)
+_NUMBER = re.compile(r"0[xX]([0-9A-Fa-f]{2})|([0-9]{2,3})")
+
+
+def char_codes(text: str) -> Rewrite | None:
+    """Runs of character codes decoded in place (printable ASCII only, else left alone)."""
+    out = _Builder(text)
+    for (start, end), _ in finditer(_CODES, text):
+        codes = [
+            int(hex_, 16) if hex_ else int(dec) for hex_, dec in _NUMBER.findall(text, start, end)
+        ]
+        if all(32 <= code < 127 for code in codes):
+            out.replace(start, end, "".join(map(chr, codes)), "char codes")
+    return out.result()
+
+
 _ROT13 = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
@@ -479,7 +499,7 @@ def rot13(text: str) -> str:
     return _ascii_bytes(text).translate(_ROT13).decode("ascii")
 
 
-gate((_PIECES, _ENCODED, _PERCENT))
+gate((_PIECES, _ENCODED, _PERCENT, _CODES))
 
-PASSES: tuple[Callable[[str], Rewrite | None], ...] = (join_pieces, percent_decode)
+PASSES: tuple[Callable[[str], Rewrite | None], ...] = (join_pieces, percent_decode, char_codes)
 """Rewriting passes besides :func:`decode_runs` (which also reports key DER)."""

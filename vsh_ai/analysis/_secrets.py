@@ -20,7 +20,15 @@ from dataclasses import replace
 from threading import Lock
 from typing import Any
 
-from ._decode import Rewrite, decode_runs, join_pieces, matches_nothing, percent_decode, rot13
+from ._decode import (
+    Rewrite,
+    char_codes,
+    decode_runs,
+    join_pieces,
+    matches_nothing,
+    percent_decode,
+    rot13,
+)
 from ._secret_context import contextual as _contextual
 from ._secret_context import line_starts as _line_starts
 from ._secret_tokens import tokens as _tokens
@@ -63,7 +71,7 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
     encoded, keys = decode_runs(text)
     found += [SecretFinding("private key", s, e, encoding) for (s, e), encoding in keys]
     plain = _Spans(found)
-    for rewrite in (encoded, join_pieces(text), percent_decode(text)):
+    for rewrite in (encoded, join_pieces(text), percent_decode(text), char_codes(text)):
         if rewrite is None:
             continue
         # Rescan only around what was decoded (the rest was scanned as it is), all the

@@ -29,6 +29,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets, find_secret
 from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
@@ -41,6 +42,7 @@ __all__ = (
     "AllowDependencyUpdates",
     "AllowLocalRefactors",
     "AllowPaths",
+    "AllowPlaceholderTests",
     "AllowPythonAnnotations",
     "AllowPythonDocs",
     "AllowSecretRemoval",

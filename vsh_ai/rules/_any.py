@@ -23,6 +23,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets
 from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
@@ -61,6 +62,7 @@ AnyRule = Annotated[
         AllowWorkflowEdits,
         WorkflowRisks,
         IgnoreReincludes,
+        AllowPlaceholderTests,
     ],
     Field(discriminator="type"),
 ]
