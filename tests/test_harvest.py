@@ -16,6 +16,7 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDe
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from vsh_ai import denial
 from vsh_ai.evals import load_suite
 from vsh_ai.evals._harvest import harvest
 from vsh_ai.toolset import VshToolset
@@ -129,6 +130,37 @@ async def test_approved_and_denied_calls_become_a_suite_that_evals(
     assert evaluated.returncode == 0, evaluated.stderr
     figures = json.loads(report.read_text())
     assert "prod-decisions" in json.dumps(figures)
+
+
+async def test_a_harvested_denial_names_who_denied_or_says_it_was_not_recorded(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """``denial()`` carries the principal in the ToolDenied message; a plain ToolDenied
+    cannot (Pydantic AI passes no metadata with a denied call), and the case says so."""
+    workspace = make_workspace(APP)
+    first = await agent(workspace, EDIT_PORT, WIPE_NOTES).run("do the work")
+    assert isinstance(first.output, DeferredToolRequests)
+    await agent(workspace, EDIT_PORT, WIPE_NOTES).run(
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(
+            approvals={
+                "run-approve": denial("bob", "Ticket 12 is closed."),
+                "run-deny": ToolDenied("Never delete the notes."),
+            },
+            # Dropped by Pydantic AI for denied calls: never reaches the toolset.
+            metadata={"run-deny": {"principal": "carol"}},
+        ),
+    )
+    principals = {b.tool_call_id: b.end_principal for b in store_of(workspace).all()}
+    assert principals == {"run-approve": "bob", "run-deny": ""}
+    notes = {c.program: c.note for c in harvest(workspace).cases}
+    by_bob = notes[EDIT_PORT.args_as_dict()["code"]]
+    assert "denied by bob on " in by_bob
+    assert "Ticket 12 is closed." in by_bob
+    unrecorded = notes[WIPE_NOTES.args_as_dict()["code"]]
+    assert "carol" not in unrecorded
+    assert "who denied was not recorded" in unrecorded
+    assert "vsh_ai.denial(principal, note)" in unrecorded
 
 
 async def test_default_denial_is_review_and_pending_needs_the_flag(

@@ -8,6 +8,8 @@ turns each resolved binding into an :class:`EvalCase`:
 - approved by a person and committed -> ``expected: approve``;
 - denied with a message -> ``reject`` (the approver said why);
 - denied without one (pydantic-ai's default text) -> ``review``;
+- a denial names who denied when the app denied with :func:`vsh_ai.denial`, and says
+  that nobody was recorded otherwise (Pydantic AI passes no metadata with a denial);
 - still pending (only with ``include_pending``) -> ``review``;
 - expired, stale, failed or released by VSH: no human decision, skipped.
 
@@ -31,6 +33,7 @@ from pydantic import ValidationError
 
 from ..analysis._secrets import find_secrets, redact_text
 from ..toolset._bindings import ApprovalBinding, ApprovalStore
+from ..toolset._harvest import denied_by
 from ._suite import EvalCase, Expected, Suite
 
 __all__ = (
@@ -79,10 +82,11 @@ def _label(binding: ApprovalBinding, include_pending: bool) -> tuple[Expected, s
             return "committed without a recorded principal (no human approval to learn from)"
         return "approve", f"approved by {binding.end_principal} on {when} and committed"
     if binding.end_state == "denied":
+        by, unrecorded = denied_by(binding.end_principal)
         message = binding.end_message.strip()
         if message and message != _DEFAULT_DENIAL:
-            return "reject", f"denied on {when} with the message: {message}"
-        return "review", f"denied on {when} without a message (label left at review)"
+            return "reject", f"denied{by} on {when} with the message: {message}{unrecorded}"
+        return "review", f"denied{by} on {when} without a message (left at review){unrecorded}"
     if binding.end_state == "pending":
         if include_pending:
             return "review", f"still waiting for approval (requested {when})"

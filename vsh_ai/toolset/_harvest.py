@@ -2,7 +2,8 @@
 
 :func:`harvest_capture` is taken when a call is deferred and stored in its approval
 binding (:attr:`~vsh_ai.toolset._bindings.ApprovalBinding.harvest`); it fails closed
-(bounded, secret-free, or a ``skip_reason`` and no bytes).
+(bounded, secret-free, or a ``skip_reason`` and no bytes). :func:`denied_by` is how a
+harvested denial names who denied.
 """
 
 from __future__ import annotations
@@ -19,12 +20,30 @@ if TYPE_CHECKING:
 __all__ = (
     "HARVEST_FILE_BYTES",
     "HARVEST_TOTAL_BYTES",
+    "UNRECORDED_DENIER",
     "HarvestCapture",
+    "denied_by",
     "harvest_capture",
 )
 
 HARVEST_FILE_BYTES = 64 * 1024
 HARVEST_TOTAL_BYTES = 256 * 1024
+UNRECORDED_DENIER = (
+    "who denied was not recorded (Pydantic AI passes no metadata with a denied call; deny "
+    "with vsh_ai.denial(principal, note) to record it)"
+)
+
+
+def denied_by(principal: str) -> tuple[str, str]:
+    """``(" by <principal>", "")`` for a denial that recorded who denied, else
+    ``("", "; <why nobody is named>")``.
+
+    The principal of a denial comes only from the ``ToolDenied`` message
+    :func:`~vsh_ai.toolset.denial` writes (the binding's ``end_principal``): Pydantic AI
+    drops ``DeferredToolResults.metadata`` for denied calls, so a plain ``ToolDenied``
+    names no one, and the harvested case says so rather than guessing.
+    """
+    return (f" by {principal}", "") if principal else ("", f"; {UNRECORDED_DENIER}")
 
 
 class HarvestCapture(BaseModel):
