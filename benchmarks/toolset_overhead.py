@@ -1,13 +1,19 @@
 """Median wall time of one ``vsh_run`` write through our toolset vs raw VSH vs vsh.pydantic_ai.
 
-Our toolset runs twice: as an agent run calls it (a run id and tool call id, so every call
-goes through the commit journal: one fsynced record before the commit, one after) and with
-``journal=False``; a replayed call (a journaled key seen again) is timed too.
+Our toolset runs as an agent run calls it (a run id and tool call id, so every call goes
+through the commit journal: one fsynced record before the commit, one after), with
+``journal=False``, and as a replayed call (a journaled key seen again). With a rule judge
+(strict policy, so every write is judged; the judge proves the edit of ``out.txt``), ours
+is compared with ``vsh.pydantic_ai.VshCapability`` given the same judge as its hook
+(``as_hook(rules)``, the same review budget): the ratio is the toolset's own cost, not the
+judge's.
 
 Run: ``.venv/bin/python benchmarks/toolset_overhead.py [iterations]``. Each variant gets
 its own temporary workspace; iterations interleave the variants (in rotating order) so
-drift hits all alike. Every program writes different content (no duplicate transactions)
-and auto-approves under the balanced policy, so each call is preview + durable commit.
+drift and other processes' load hit all alike, and the figures are medians. Every program
+writes different content (no duplicate transactions) and commits, so each call is a
+preview + durable commit. How to compare: the ``ours / upstream`` lines are the figures
+(1.00x = the upstream integration's cost); the raw line shows what VSH itself costs.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import RunUsage
 
+from vsh_ai import as_hook
+from vsh_ai._simulate import DEFAULT_REVIEW_CONTENT_BYTES
+from vsh_ai.rules import RuleSet
+from vsh_ai.rules._allow import AllowPaths
 from vsh_ai.toolset import VshToolset
 
 
@@ -78,6 +88,16 @@ async def main(iterations: int) -> None:
 
         upstream = vsh.pydantic_ai.VshCapability(workspace(root, "upstream")).get_toolset()
         assert isinstance(upstream, AbstractToolset)
+        rules = RuleSet([AllowPaths(id="out", paths=("out.txt",), kinds=("modify",))])
+        upstream_judged = vsh.pydantic_ai.VshCapability(
+            workspace(root, "upstream-judged"),
+            policy="strict",
+            hook_handler=as_hook(rules),
+            hook_id="bench",
+            review_content_bytes=DEFAULT_REVIEW_CONTENT_BYTES,
+        ).get_toolset()
+        assert isinstance(upstream_judged, AbstractToolset)
+        judged = VshToolset(workspace(root, "judged"), policy="strict", judge=rules)
         journaled = VshToolset(workspace(root, "ours"))
         variants: dict[str, Callable[[int], Awaitable[str]]] = {
             "raw vsh.Runtime.run": raw_call,
@@ -89,6 +109,8 @@ async def main(iterations: int) -> None:
                 VshToolset(workspace(root, "replay")), run_id="bench", replay=True
             ),
             "vsh.pydantic_ai VshCapability": await tool_caller(upstream),
+            "vsh_ai rule judge, journaled": await tool_caller(judged, run_id="bench"),
+            "vsh.pydantic_ai + the same hook": await tool_caller(upstream_judged),
         }
         samples: dict[str, list[float]] = {name: [] for name in variants}
         names = list(variants)
@@ -110,7 +132,12 @@ async def main(iterations: int) -> None:
     theirs = medians["vsh.pydantic_ai VshCapability"]
     unjournaled = medians["vsh_ai journal=False"]
     replay = medians["vsh_ai call + replay"] - ours
-    print(f"  ours / upstream: {ours / theirs:5.3f}x")
+    judged_ratio = (
+        medians["vsh_ai rule judge, journaled"] / medians["vsh.pydantic_ai + the same hook"]
+    )
+    print(f"  ours / upstream (journal on):      {ours / theirs:5.3f}x")
+    print(f"  ours / upstream (journal off):     {unjournaled / theirs:5.3f}x")
+    print(f"  ours / upstream (rule judge):      {judged_ratio:5.3f}x")
     print(f"  journal cost per committed call: {(ours - unjournaled) * 1000:+.3f} ms")
     print(f"  a replayed call (recorded result returned): ~{replay * 1000:.3f} ms")
 

@@ -24,10 +24,13 @@ again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
+import stat
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -38,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 
 from ._driver import now_ms
-from ._files import describe
+from ._files import StateFileError, describe, read_state_file
 from ._principal import quoted
 from ._result import VshResult
 from ._signing import SignedRecords, VshApprovalError
@@ -61,6 +64,8 @@ decided, about to commit; ``done``: the call's final result."""
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 
 _KEY_SHOWN = 120
+_WRITTEN_KEPT = 256
+_TEMPORARY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _RECORD_FIX = "check VSH's state of the call's transaction by hand, then delete the record"
 
 
@@ -134,6 +139,19 @@ class CommitJournal(SignedRecords):
     ``judging`` :class:`AlreadyDone`).
     """
 
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        workspace_id: str = "",
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__(directory, workspace_id=workspace_id, workspace=workspace)
+        # What this process last wrote for a key (both copies' bytes, and the entry): a
+        # record whose two copies still hold exactly those bytes need not be parsed and
+        # verified again (the next write of a call under the lock: judging, prepared, done).
+        self._written: OrderedDict[str, tuple[bytes, JournalEntry]] = OrderedDict()
+
     def path_for(self, key: str) -> Path:
         return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
@@ -165,7 +183,9 @@ class CommitJournal(SignedRecords):
         """Under the lock: write ``entry`` as the key's newest record, unless the call is
         already done (``done_wins``: return that record; else raise :class:`AlreadyDone`)."""
         with self._unavailable("write"), self._locked():
-            recorded = self.load(entry.key, entry.args_digest)
+            recorded = self._last_written(entry.key, entry.args_digest)
+            if recorded is None:
+                recorded = self.load(entry.key, entry.args_digest)
             if recorded is not None and recorded.phase == "done":
                 if done_wins:
                     return recorded
@@ -179,8 +199,45 @@ class CommitJournal(SignedRecords):
                 }
             )
             entry = entry.model_copy(update={"mac": self._mac(entry)})
-            self._write_record(self.path_for(entry.key), entry.model_dump_json(), durable=durable)
+            data = entry.model_dump_json().encode()
+            self._written.pop(entry.key, None)  # unknown until both copies are written
+            self._write_both(self.path_for(entry.key), data, durable=durable)
+            self._written[entry.key] = (data, entry)
+            while len(self._written) > _WRITTEN_KEPT:
+                self._written.popitem(last=False)
             return entry
+
+    def _last_written(self, key: str, digest: str) -> JournalEntry | None:
+        """The record this process last wrote for ``key``, if both copies still hold exactly
+        its bytes (read, compared, not parsed); else None (then :meth:`load` decides)."""
+        known = self._written.get(key)
+        if known is None:
+            return None
+        data, entry = known
+        path = self.path_for(key)
+        if read_state_file(path) != data or read_state_file(self.mirror(path)) != data:
+            return None  # another process (or a hand) wrote it since: read it properly
+        if not hmac.compare_digest(entry.args_digest, digest):
+            raise JournalConflict(key, path)
+        return entry
+
+    def _write_both(self, path: Path, data: bytes, *, durable: bool) -> None:
+        """Both copies, the main one first (a crash in between leaves it the newer one);
+        ``durable``: the main copy's bytes and both names reach the disk before this returns
+        (one data sync of the main copy, one sync of the folder).
+
+        Cheaper than a ``mkstemp`` per copy: every writer holds the folder's lock, so each
+        copy's temporary file has a fixed name (``.<name>.tmp``, skipped by readers and
+        pruning), reused if a crashed writer left it.
+        """
+        _replace(path, data, sync=durable)
+        _replace(self.mirror(path), data, sync=False)
+        if durable:
+            folder = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
 
     def prepare(
         self,
@@ -322,6 +379,53 @@ class CommitJournal(SignedRecords):
         if not hmac.compare_digest(entry.args_digest, digest):
             raise JournalConflict(key, path)
         return entry
+
+
+def _replace(target: Path, data: bytes, *, sync: bool) -> None:
+    """Replace ``target`` with ``data`` at once through ``.<name>.tmp`` (private, 0600; a
+    symlink or other non-regular file in the temporary's place is refused, never
+    followed); ``sync``: the bytes are on disk before the rename."""
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        fd = os.open(temporary, _TEMPORARY, 0o600)
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(temporary, _TEMPORARY, 0o600)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise StateFileError(
+                temporary,
+                f"{temporary} is not a regular file: vsh-ai writes its temporary files "
+                "itself; remove it",
+            ) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StateFileError(temporary, f"{temporary} is not a regular file; remove it")
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            os.fdatasync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    os.close(fd)
+    try:
+        os.replace(temporary, target)
+    except IsADirectoryError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise StateFileError(
+            target,
+            f"{target} is a directory, not a regular file: vsh-ai writes its state "
+            "files itself; remove it",
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
