@@ -525,3 +525,83 @@ async def test_http_to_https_of_the_same_tarball_is_not_a_source_change(
     )
     assert decided == "reject", reason
     assert "changes its source (https://registry.npmjs.org -> http://registry.npmjs.org)" in reason
+
+
+PIPFILE = """\
+[[source]]
+url = "https://pypi.org/simple"
+verify_ssl = true
+name = "pypi"
+
+[packages]
+requests = "==2.31.0"
+django = {version = "==4.2.11", extras = ["bcrypt"]}
+
+[dev-packages]
+pytest = "*"
+
+[requires]
+python_version = "3.11"
+"""
+
+
+def pipfile_lock(version: str, hashes: list[str], url: str = "https://pypi.org/simple") -> str:
+    data = {
+        "_meta": {
+            "hash": {"sha256": version.replace(".", "") * 8},
+            "pipfile-spec": 6,
+            "requires": {"python_version": "3.11"},
+            "sources": [{"name": "pypi", "url": url, "verify_ssl": True}],
+        },
+        "default": {
+            "requests": {
+                "hashes": hashes,
+                "index": "pypi",
+                "markers": "python_version >= '3.7'",
+                "version": f"=={version}",
+            }
+        },
+        "develop": {},
+    }
+    return json.dumps(data, indent=4) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("pipfile", "lock", "decision", "words"),
+    [
+        (
+            PIPFILE.replace("==2.31.0", "==2.32.3"),
+            pipfile_lock("2.32.3", [R32_WHL, R32_SDIST]),
+            "approve",
+            "",
+        ),
+        (PIPFILE, pipfile_lock("2.31.0", [R32_WHL, R32_SDIST]), "reject", "file hash"),
+        (
+            PIPFILE,
+            pipfile_lock("2.31.0", [R31_WHL, R31_SDIST], url="https://pypi.example.net/simple"),
+            "reject",
+            "sources",
+        ),
+    ],
+    ids=["bump", "same-version-other-hashes", "new-index"],
+)
+async def test_pipenv(
+    evidence_for: Build, pipfile: str, lock: str, decision: str, words: str
+) -> None:
+    files = {"Pipfile": PIPFILE, "Pipfile.lock": pipfile_lock("2.31.0", [R31_WHL, R31_SDIST])}
+    code = (write("Pipfile", pipfile) if pipfile != PIPFILE else "") + write("Pipfile.lock", lock)
+    decided, reason = await decide(evidence_for, files, code, "Bump requests.")
+    assert decided == decision, reason
+    assert words in reason
+
+
+async def test_requirements_folder_is_a_dependency_file(evidence_for: Build) -> None:
+    files = {"requirements/base.txt": "requests==2.31.0\n"}
+    for new, decision in (
+        ("requests==2.32.3\n", "approve"),
+        ("--extra-index-url https://pypi.example.net/simple\nrequests==2.31.0\n", "reject"),
+    ):
+        decided, reason = await decide(
+            evidence_for, dict(files), write("requirements/base.txt", new), "Bump requests."
+        )
+        assert decided == decision, reason

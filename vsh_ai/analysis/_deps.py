@@ -16,6 +16,7 @@ This module gathers the public names of the focused modules:
 - :mod:`._deps_npm`: package.json, package-lock.json
 - :mod:`._deps_files`: uv.lock, poetry.lock, and :func:`parse_dependency_file` by name
 - :mod:`._deps_yarn`: yarn.lock (classic and Berry), pnpm-lock.yaml
+- :mod:`._deps_pipenv`: Pipfile, Pipfile.lock
 - :mod:`._deps_compare`: manifest and lock comparisons
 - :mod:`._deps_integrity`: hashes, tarballs and sources of the same or a new version
 - :mod:`._deps_intervals`, :mod:`._deps_pep440`: the interval model behind the ranges

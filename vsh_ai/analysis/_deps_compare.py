@@ -409,7 +409,7 @@ def _lock_versions(lock: Manifest, name: str) -> list[str | None]:
     if first is None:
         return []
     found = [first.version]
-    if lock.kind in ("yarn.lock", "pnpm-lock", "uv.lock", "poetry.lock"):
+    if lock.kind in ("yarn.lock", "pnpm-lock", "uv.lock", "poetry.lock", "pipfile.lock"):
         n = 2
         while (entry := lock.locked.get(f"{first.key}#{n}")) is not None:
             found.append(entry.version)

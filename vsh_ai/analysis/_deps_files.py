@@ -27,6 +27,7 @@ from ._deps_pip import (
     parse_pip_config,
     parse_requirements,
 )
+from ._deps_pipenv import parse_pipfile, parse_pipfile_lock
 from ._deps_pyproject import parse_pyproject
 from ._deps_yarn import parse_pnpm_lock, parse_yarn_lock
 
@@ -125,6 +126,10 @@ def file_kind(path: str) -> FileKind | None:
         return "uv.lock"
     if name == "poetry.lock":
         return "poetry.lock"
+    if name == "pipfile":
+        return "pipfile"
+    if name == "pipfile.lock":
+        return "pipfile.lock"
     if name == "yarn.lock":
         return "yarn.lock"
     if name in ("pnpm-lock.yaml", "pnpm-lock.yml"):
@@ -135,8 +140,12 @@ def file_kind(path: str) -> FileKind | None:
         return "pip-config"
     if name in _INSTALLER_CONFIGS:
         return "installer-config"
-    if name.endswith((".txt", ".in")) and ("requirement" in name or "constraint" in name):
-        return "requirements"
+    if name.endswith((".txt", ".in")) and (
+        "requirement" in name
+        or "constraint" in name
+        or any(p.lower().startswith("requirements") for p in PurePosixPath(path).parent.parts)
+    ):
+        return "requirements"  # requirements*.txt, dev-requirements.in, requirements/base.txt
     return None
 
 
@@ -158,6 +167,8 @@ def parse_dependency_file(path: str, data: bytes, kind: FileKind | None = None) 
         "uv.lock": lambda t, p: _python_lock(t, p, "uv.lock"),
         "poetry.lock": lambda t, p: _python_lock(t, p, "poetry.lock"),
         "yarn.lock": parse_yarn_lock,
+        "pipfile": parse_pipfile,
+        "pipfile.lock": parse_pipfile_lock,
         "pnpm-lock": parse_pnpm_lock,
         "pip-config": parse_pip_config,
         "installer-config": parse_installer_config,

@@ -22,11 +22,13 @@ FileKind = Literal[
     "poetry.lock",
     "yarn.lock",
     "pnpm-lock",
+    "pipfile",
+    "pipfile.lock",
     "pip-config",
     "installer-config",
 ]
 LOCK_KINDS: frozenset[str] = frozenset(
-    {"package-lock", "uv.lock", "poetry.lock", "yarn.lock", "pnpm-lock"}
+    {"package-lock", "uv.lock", "poetry.lock", "yarn.lock", "pnpm-lock", "pipfile.lock"}
 )
 NPM_KINDS: frozenset[str] = frozenset({"package.json", "package-lock", "yarn.lock", "pnpm-lock"})
 
@@ -42,6 +44,7 @@ MAX_LOCK_FILE_BYTES: dict[str, int] = {
     "uv.lock": 512 << 10,
     "poetry.lock": 512 << 10,
     "yarn.lock": 768 << 10,
+    "pipfile.lock": 512 << 10,
     "pnpm-lock": 256 << 10,  # YAML: about 1 s/MiB per side on libyaml
 }
 MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)

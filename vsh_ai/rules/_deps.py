@@ -54,9 +54,13 @@ __all__ = ("AllowDependencyUpdates", "DependencyRisks")
 
 DEPENDENCY_FILES: tuple[str, ...] = (
     "**/pyproject.toml",
-    "**/requirements*.txt",
-    "**/requirements*.in",
-    "**/constraints*.txt",
+    "**/*requirements*.txt",
+    "**/*requirements*.in",
+    "**/*constraints*.txt",
+    "**/requirements/**/*.txt",
+    "**/requirements/**/*.in",
+    "**/Pipfile",
+    "**/Pipfile.lock",
     "**/package.json",
     "**/package-lock.json",
     "**/npm-shrinkwrap.json",
@@ -322,6 +326,8 @@ class AllowDependencyUpdates(Allowance):
         )
         if other:
             problems.append(f"{', '.join(other[:5])} changed; only package entries may change")
+        if before.options != after.options:
+            problems.append("the lock's sources or indexes changed")
         manifests = [
             m
             for m in (
