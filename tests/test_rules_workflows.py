@@ -148,6 +148,13 @@ async def test_sha_pin_of_an_older_release_or_back_to_a_tag_is_not_claimed(
     assert "older" in reason
 
 
+async def test_third_party_pins_are_not_claimed(evidence_for: Build) -> None:
+    text = WORKFLOW.replace("actions/setup-python@v4", "astral-sh/setup-uv@v5")
+    ok, reason = await claim(evidence_for, patch("setup-uv@v5", f"setup-uv@{SHA} # v5.1.0"), text)
+    assert not ok
+    assert "not an official action" in reason
+
+
 async def test_a_third_party_tag_bump_is_unproven_not_denied(evidence_for: Build) -> None:
     text = WORKFLOW.replace(
         "      - run: pytest -q\n",
@@ -200,6 +207,24 @@ async def test_a_changed_cache_key_is_proven_and_never_a_removed_check(evidence_
     verdict = JUDGE.evaluate(evidence)
     assert verdict.decision == "approve", verdict.reason
     assert "cache key adjusted" in verdict.details["claims"][0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("key: test-", "key: ${{ github.event.pull_request.title }}-"),
+        ("key: test-", "key: ${{ secrets.CACHE_SALT }}-"),
+        ("path: ~/.cache/pip", "path: ~/.bashrc"),
+        ("path: ~/.cache/pip", "path: /etc"),
+        ("path: ~/.cache/pip", "path: ../../.ssh"),
+    ],
+)
+async def test_unsafe_cache_keys_and_paths_are_not_claimed(
+    evidence_for: Build, old: str, new: str
+) -> None:
+    ok, reason = await claim(evidence_for, patch(old, new))
+    assert not ok
+    assert "safe contexts" in reason
 
 
 async def test_a_cache_key_from_secrets_is_not_claimed(evidence_for: Build) -> None:
@@ -434,6 +459,10 @@ async def test_downloads_checked_or_never_run(evidence_for: Build) -> None:
         ),
         ("      - run: pytest -q\n", "      - run: pytest -q  # the whole suite\n"),
         (
+            "key: test-${{ runner.os }}-",
+            "key: test|${{ runner.os }}|${{ hashFiles('a.txt', 'b.lock') }}|",
+        ),
+        (
             "      - run: pip install",
             "      - uses: actions/cache@v4\n        with:\n          path: ~/.npm\n"
             "          key: npm-${{ hashFiles('**/package-lock.json') }}\n      - run: pip install",
@@ -451,6 +480,12 @@ async def test_matrix_include_gains_a_python_version(evidence_for: Build) -> Non
         "        include:\n          - {python-version: '3.12', os: ubuntu-latest}\n"
         "          - {python-version: '3.11', os: windows-latest}\n",
     )
+    first = await decide(
+        evidence_for,
+        patch("        include:\n", "        include:\n          - {python-version: '3.13'}\n"),
+        text,
+    )
+    assert first.decision == "approve", first.reason
     ok = await decide(
         evidence_for,
         patch(

@@ -3,10 +3,10 @@
 :class:`AllowWorkflowEdits` claims a modify of a workflow when, after YAML anchors and
 merges are resolved, the two trees differ only by:
 
-- a step's ``uses:`` moved within the same action: an official action (``actions/*`` by
-  default) to a newer version tag, or any action already used there pinned to a full
-  40-hex commit SHA (a ``# vX.Y`` comment on that line must not name an older version;
-  a SHA pin never goes back to a tag);
+- a step's ``uses:`` moved within the same official action (``actions/*`` by default): to
+  a newer version tag, or pinned to a full 40-hex commit SHA (a ``# vX.Y`` comment on that
+  line must not name an older version; a SHA pin never goes back to a tag); other
+  owners' actions never move (a human checks another owner's code);
 - Python versions added to a job's matrix (``python-version`` and its spellings; existing
   entries kept, ``3.N`` strings or unambiguous numbers);
 - caching: ``cache``/``cache-dependency-path`` (and setup-uv's ``enable-cache``) set,
@@ -66,10 +66,14 @@ _SAFE_EXPRESSION = re.compile(
     r"github\.(sha|ref|ref_name|run_id|run_number|run_attempt|workflow|job|base_ref|"
     r"event_name|repository)|hashFiles\(\s*('[-A-Za-z0-9_./*!{},]+'\s*,?\s*)+\))\s*"
 )
-_LITERAL = re.compile(r"[-A-Za-z0-9_./*+~!]*")
+_LITERAL = re.compile(r"[-A-Za-z0-9_./*+~!|@:,=]*")
 _PATH_LINE = re.compile(r"!?[-A-Za-z0-9_./*~@+]+")
+# Cache paths a restored (possibly poisoned) cache must never write: credentials,
+# repository metadata and files a shell runs.
 _PATH_FORBIDDEN = re.compile(
-    r"(^|/)(\.git|\.github|\.ssh|\.gnupg|\.aws|\.docker|\.kube|\.config/gh)(/|$)"
+    r"(^|/)(\.git|\.github|\.ssh|\.gnupg|\.aws|\.docker|\.kube|\.config/gh|\.bashrc|"
+    r"\.bash_profile|\.profile|\.zshrc|\.npmrc|\.pypirc|\.netrc|\.git-credentials|"
+    r"\.local/bin|bin)(/|$)"
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+=_-]{12,}")
 _PIN_COMMENT = re.compile(r"@([0-9a-fA-F]{40})\s*#\s*(\S+)")
@@ -255,9 +259,14 @@ class _Compare:
         self, where: str, matrix: Mapping[str, Any], before: list[Any], after: list[Any]
     ) -> None:
         """Entries added to ``include``: a new Python version with values seen before."""
-        if after[: len(before)] != before or not all(
-            typed_equal(x, y) for x, y in zip(before, after, strict=False)
-        ):
+        added_entries: list[Any] = []
+        i = 0
+        for entry in after:  # every old entry kept, in order; the rest are additions
+            if i < len(before) and typed_equal(entry, before[i]):
+                i += 1
+            else:
+                added_entries.append(entry)
+        if i < len(before):
             self._problem(where, "changes or removes existing entries")
             return
         seen: dict[str, list[Any]] = {}
@@ -270,7 +279,7 @@ class _Compare:
                 seen.setdefault(str(key), []).extend(values)
         versions = {v for k in _PYTHON_KEYS for v in map(str, seen.get(k, ()))}
         added: list[str] = []
-        for entry in after[len(before) :]:
+        for entry in added_entries:
             keys = [k for k in entry if k in _PYTHON_KEYS] if isinstance(entry, Mapping) else []
             if not isinstance(entry, Mapping) or len(keys) != 1:
                 self._problem(where, f"adds {str(entry)[:60]!r}, not one new Python version")
@@ -403,6 +412,13 @@ class _Compare:
             self._problem(where, f"= {str(new)[:80]!r} is not the same action as {str(old)[:80]!r}")
             return
         shown = f"{b.owner}/{b.repo}{b.path}"
+        if b.owner.lower() not in self.official:
+            self._problem(
+                where,
+                f"moves {shown}, not an official action, to {b.ref[:40]}; a human checks "
+                "what another owner's code at that ref does",
+            )
+            return
         if b.is_sha:
             comment = self.pins.get(b.ref.lower())
             claimed = version_of(comment) if comment else None
@@ -432,12 +448,6 @@ class _Compare:
             return
         if a.is_sha:
             self._problem(where, f"moves {shown} from a commit SHA back to the movable ref {b.ref}")
-            return
-        if b.owner.lower() not in self.official:
-            self._problem(
-                where,
-                f"moves {shown}, not an official action, to the tag {b.ref}; pin it by commit SHA",
-            )
             return
         if a.version is None or b.version is None:
             self._problem(where, f"moves {shown} to {b.ref}, not a version tag")
