@@ -83,6 +83,9 @@ def dbos_config(
     approval that waits for days should survive an unrelated deploy. Change it when a
     workflow's sequence of steps changes, so old runs are not replayed by new code.
     ``options`` are further DBOS config keys (``executor_id``, ``log_level``, ...).
+    ``log_level`` defaults to ``"WARNING"``: DBOS's own default (``"INFO"``) prints some
+    75 lines (migrations, queues, shutdown) on every launch; pass ``log_level="INFO"``
+    to see them.
     """
     if not _NAME.match(name):
         raise ValueError(
@@ -101,6 +104,7 @@ def dbos_config(
         "name": name,
         "system_database_url": url,
         "application_version": application_version,
+        "log_level": "WARNING",
         **options,
     }
     return cast(DBOSConfig, config)

@@ -39,6 +39,7 @@ comes from the workflow id and the recorded model response); an agent whose mode
 requests are not DBOS steps, inside a workflow, cannot be replayed safely and its first
 tool call is refused.
 
+:func:`dbos_config` keeps DBOS quiet (``log_level="WARNING"`` unless you pass one).
 Nothing here is SQLite-specific beyond :func:`dbos_config`'s default URL: pass a
 ``postgresql://`` URL (or set ``VSH_AI_DBOS_DATABASE_URL``) and the same code runs on
 Postgres. Trust: whoever can write to the system database can send approvals; the
