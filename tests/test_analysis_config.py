@@ -698,3 +698,23 @@ def test_yaml_direct_construction_keeps_yaml_rules() -> None:
     ]
     for text in cases:
         assert _outcome(text, direct=True) == _outcome(text, direct=False), text
+
+
+@pytest.mark.parametrize("text", ['A="a\\$b"\n', "A='a\\\\b'\n", 'A="\\`x"\n'])
+def test_env_files_python_dotenv_reads_differently_are_refused(text: str) -> None:
+    """Issue 19: applications load .env with python-dotenv; a value it reads differently
+    from this parser (an escape in quotes) could hide a change, so the file is refused."""
+    with pytest.raises(ConfigSyntaxError, match="python-dotenv reads 'A' differently"):
+        parse_config(text.encode(), "env")
+
+
+def test_env_files_both_parsers_agree_on_are_read() -> None:
+    text = 'export A=1\nB="x\\ny"\nC=\'lit\'\nD=plain # comment\nE="multi\nline"\nF=\n'
+    assert flatten(parse_config(text.encode(), "env")) == {
+        "A": "1",
+        "B": "x\ny",
+        "C": "lit",
+        "D": "plain",
+        "E": "multi\nline",
+        "F": "",
+    }

@@ -53,7 +53,8 @@ Formats
     whole-line comments. ``.env``: ``KEY=VALUE`` lines, optional ``export``, single quotes
     literal, double quotes with ``\\n``/``\\"``/``\\\\`` escapes (and multi-line), ``#``
     comments (inline after whitespace for unquoted values), no ``${VAR}`` expansion,
-    duplicates refused. ``.properties``: Java rules (``=``, ``:`` or whitespace
+    duplicates refused, and a file python-dotenv (what applications load ``.env`` with)
+    reads differently is refused. ``.properties``: Java rules (``=``, ``:`` or whitespace
     separators, ``\\`` continuations, ``\\uXXXX`` escapes, ``#``/``!`` comments) via
     ``javaproperties``, duplicates refused, more than 1,000 continuation lines in a
     row (or very long continued entries) refused. Bytes are UTF-8 (a BOM is ignored).

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import configparser
+import io
 import json
 import re
 from typing import Any
 
 import javaproperties
+from dotenv import dotenv_values
 
 from ._config_types import ConfigSyntaxError, PathKeys, line_of
 
@@ -75,6 +77,26 @@ _ENV_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "$": "$",
 
 
 def parse_env(text: str) -> Any:
+    """``.env`` read by this parser and by python-dotenv; any disagreement is refused.
+
+    python-dotenv is what applications load ``.env`` files with (``load_dotenv``), so a
+    value the two read differently (an escape, a quote, a comment) could hide a change:
+    such a file is a :class:`ConfigSyntaxError`, never a guess.
+    """
+    own = _own_env(text)
+    theirs = dotenv_values(stream=io.StringIO(text), interpolate=False)
+    if dict(own) != dict(theirs):
+        differs = sorted(set(own) ^ set(theirs)) or sorted(
+            k for k in own if own[k] != theirs.get(k)
+        )
+        raise ConfigSyntaxError(
+            f"env: python-dotenv reads {differs[0]!r} differently; write it plainly "
+            "(KEY=value, or a quoted value without unusual escapes)"
+        )
+    return own
+
+
+def _own_env(text: str) -> PathKeys:
     out = PathKeys()
     lines = text.splitlines()
     index = 0
