@@ -419,6 +419,8 @@ def test_resolution_findings_on_lock_excerpts() -> None:
         ("requests", ">=2.31,<3", ">=2.31,<4", "review"),  # a wider range: a person
         ("requests", ">=2.31,<3", ">=2.30,<3", "reject"),  # reaches below the old floor
         ("requests", "~=2.31.0", ">=2.31.0", "reject"),  # the upper bound is dropped
+        ("requests", "==2.31.0", "==2.31", "review"),  # the same version spelled otherwise
+        ("requests", "==2.31.0", "==2.30.0", "reject"),  # a downgrade
     ],
 )
 async def test_pep621_range_moves(

@@ -157,8 +157,8 @@ class DependencyChange:
     @property
     def downgraded(self) -> bool:
         """An exact pin moved to an older one, or the whole range moved below the old one."""
-        if self.old_pin is not None and self.new_pin is not None:
-            return self.newer is False and self.old_pin != self.new_pin
+        if self.old_pin is not None and self.new_pin is not None:  # ==2.31.0 -> ==2.31: equal
+            return is_newer(self.ecosystem, self.new_pin, self.old_pin) is True
         relation = self.relation
         return relation is not None and relation.disjoint and relation.floor == "lower"
 

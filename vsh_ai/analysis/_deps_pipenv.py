@@ -89,10 +89,9 @@ def parse_pipfile_lock(text: str, path: str = "Pipfile.lock") -> Manifest:
             if not isinstance(entry, dict):
                 raise DependencySyntaxError(f"{path}: {section}[{name!r}] is not an object")
             version = str(entry.get("version", "")).removeprefix("===").removeprefix("==")
-            source_keys = {k: entry[k] for k in _SOURCE_KEYS if k in entry}
-            other = {
-                k: v for k, v in entry.items() if k not in ("version", "hashes", *_SOURCE_KEYS)
-            }
+            # the index is named in _meta.sources (an option); git, path, file are sources
+            source_keys = {k: entry[k] for k in _SOURCE_KEYS if k in entry and k != "index"}
+            other = {k: v for k, v in entry.items() if k not in ("version", "hashes", *source_keys)}
             key: str = canonicalize_name(str(name))
             if key in locked:
                 key = f"{key}#2"  # the same package in develop too

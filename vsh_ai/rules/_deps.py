@@ -624,4 +624,10 @@ class DependencyRisks(Rule):
 
 
 def _registry(source: str) -> bool:
-    return source.startswith(("https://registry.npmjs.org", '{"registry": "https://pypi.org'))
+    return source.startswith(
+        (
+            "https://registry.npmjs.org",
+            "https://registry.yarnpkg.com",  # yarn's mirror of the npm registry
+            '{"registry": "https://pypi.org',
+        )
+    )
