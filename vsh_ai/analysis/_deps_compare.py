@@ -211,6 +211,8 @@ class DependencyChange:
             problems.append(f"{where} changes its environment marker")
         if not self.same_options:
             problems.append(f"{where} changes its per-line installer options")
+        if self.name == "python" and self.section.startswith("tool.poetry"):
+            problems.append(f"{where} is the Python version requirement, not a package")
         if self.hashes == "removed":
             problems.append(f"{where} drops its --hash values")
         elif self.hashes == "added":
