@@ -166,3 +166,17 @@ def test_copies_are_found_in_every_spelling() -> None:
     assert copied(secrets, base64.b64encode(KEY.encode()).decode()) == "base64-encoded"
     assert copied(secrets, "STRIPE_KEY = os.environ['STRIPE_KEY']") is None
     assert copied(secrets, "starts with sk_live_ in production") is None  # a prefix only
+
+
+async def test_a_reserialised_config_keeps_its_credential_in_place(evidence_for) -> None:
+    config = '{"server": {"timeout_s": 30}, "db": {"password": "Wq7!mail-prod-Rr3x"}}\n'
+    files = {"config/app.json": config}
+    code = (
+        "import json\np = '/workspace/config/app.json'\ncfg = json.loads(vsh_read(p))\n"
+        "cfg['server']['timeout_s'] = 45\nvsh_write(p, json.dumps(cfg, indent=2) + '\\n')"
+    )
+    evidence = await evidence_for(files, code)
+    assert secret_flow(evidence).contained
+    moved = code.replace("= 45", "= cfg['db']['password']")
+    evidence = await evidence_for(files, moved)
+    assert not secret_flow(evidence).contained

@@ -14,11 +14,12 @@ from, and nowhere anyone sees:
   changed the mode of no path but the file it read (each later write may carry the
   read bytes: the provenance rule of :mod:`._provenance`, by program order), and never
   renamed or copied the file it read;
-- in that file, each secret still there is on a line the change left unchanged, and the
-  lines the change adds hold no copy of a secret it read: not verbatim, reversed, as
-  character codes, in pieces, hex, base64 or ROT13 (a fix removes the value or replaces it
-  with a placeholder or an environment lookup; :func:`opaque_added_line` is the caller's
-  check that added lines hold no other opaque value).
+- in that file, each secret still there is on a line the change left unchanged (or, in a
+  config file, under the same key with the same value), and the lines the change adds
+  hold no copy of a secret it read (verbatim, reversed, as character codes, in pieces,
+  hex, base64 or ROT13) nor any other opaque value
+  (:func:`vsh_ai.analysis._tokens.opaque_line`): a fix removes the value or replaces it
+  with a placeholder or an environment lookup.
 
 Anything else is a *leak*: ``copy`` when the written bytes provably hold the secret (a
 true statement a rule can reject on), ``maybe`` when they may (a review).
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._evidence import Evidence, EvidenceGap
+from ._config import ConfigSyntaxError, flatten, parse_config, typed_equal
 from ._decode import decode_base64
 from ._memo import analysis_of
 from ._secrets import UNSCANNED, find_secrets
@@ -224,6 +226,7 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
     numbers = {number: line for number, line in added}
     text = memo.text(data)
     out: list[Leak] = []
+    kept: set[str] | None = None  # secrets a config file keeps at the same key, same value
     for finding in find_secrets(text):
         number = memo.line_of(data, finding.start)
         if number not in numbers:
@@ -232,6 +235,10 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
         value = text[finding.start : finding.end]
         if value not in secrets:
             continue  # a new secret: no_secrets decides
+        if kept is None:
+            kept = _kept_in_place(evidence, path, data, secrets)
+        if value in kept:
+            continue  # a reformatted config line: the same value under the same key
         column = finding.start - (text.rfind("\n", 0, finding.start) + 1)
         if _in_comment(line, column):
             out.append(Leak("copy", path, f"{path} line {number} copies the secret into a comment"))
@@ -245,11 +252,17 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
                 )
             )
     if not out:
-        found = copied(secrets, "\n".join(line for _, line in added))
+        lines = "\n".join(line for _, line in added)
+        found = copied(secrets, lines)
+        if found is not None:
+            if kept is None:
+                kept = _kept_in_place(evidence, path, data, secrets)
+            found = copied([v for v in secrets if v not in kept], lines)
         if found is not None:
             out.append(Leak("copy", path, f"{path} adds the secret {found}"))
     if not out:
-        opaque = opaque_line(evidence, path, data)
+        before = evidence.before_bytes(path) or b""
+        opaque = opaque_line(evidence, path, data, known=before.decode("utf-8", "replace"))
         if opaque is not None:
             out.append(
                 Leak(
@@ -259,6 +272,28 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
                     "encode them (write a placeholder or an environment lookup)",
                 )
             )
+    return out
+
+
+def _kept_in_place(evidence: Evidence, path: str, data: bytes, secrets: list[str]) -> set[str]:
+    """Secrets a config file holds under the same key with the same value on both sides
+    and no more often than before (rewritten by a serialiser, for instance)."""
+    before = evidence.before_bytes(path)
+    if before is None:
+        return set()
+    try:
+        old = flatten(parse_config(before, "auto", path))
+        new = flatten(parse_config(data, "auto", path))
+    except (ConfigSyntaxError, ValueError, RecursionError):
+        return set()
+    old_text, new_text = before.decode("utf-8", "replace"), data.decode("utf-8", "replace")
+    out: set[str] = set()
+    for secret in secrets:
+        if new_text.count(secret) > old_text.count(secret):
+            continue
+        holders = [k for k, v in new.items() if isinstance(v, str) and secret in v]
+        if holders and all(k in old and typed_equal(old[k], new[k]) for k in holders):
+            out.add(secret)
     return out
 
 

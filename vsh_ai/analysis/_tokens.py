@@ -38,12 +38,13 @@ def added_lines(evidence: Evidence, path: str, data: bytes) -> tuple[tuple[int, 
     return lines
 
 
-def opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
+def opaque_line(evidence: Evidence, path: str, data: bytes, *, known: str = "") -> int | None:
     """The first added line holding an opaque token (letters and digits mixed), or None.
 
     Public values are not opaque (:mod:`._public`: UUIDs, labelled checksums, commit ids,
     SSH and PGP public keys), nor are structured names whose parts are words and short
-    numbers (``x86_64-linux-gnu``, ``ubuntu-22.04``, ``python3-11``).
+    numbers (``x86_64-linux-gnu``, ``ubuntu-22.04``, ``python3-11``). Tokens found in
+    ``known`` (the file's old text, say) are not new: they are skipped too.
     """
     if is_binary(data):
         return 1
@@ -54,7 +55,7 @@ def opaque_line(evidence: Evidence, path: str, data: bytes) -> int | None:
             token = match.group(0)
             if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
                 continue
-            if _STRUCTURED.fullmatch(token):
+            if _STRUCTURED.fullmatch(token) or (known and token in known):
                 continue
             if spans is None:
                 spans = public_spans(line)
