@@ -155,14 +155,44 @@ async def test_third_party_pins_are_not_claimed(evidence_for: Build) -> None:
     assert "not an official action" in reason
 
 
-async def test_a_third_party_tag_bump_is_unproven_not_denied(evidence_for: Build) -> None:
-    text = WORKFLOW.replace(
-        "      - run: pytest -q\n",
-        "      - run: pytest -q\n      - uses: codecov/codecov-action@v4\n",
-    )
-    verdict = await decide(evidence_for, patch("codecov-action@v4", "codecov-action@v5"), text)
-    assert verdict.decision == "review", verdict
-    assert verdict.judge.endswith("/unproven"), verdict
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        (
+            "      - run: pytest -q\n",
+            "      - run: pytest -q\n      - uses: codecov/codecov-action@v4\n",
+            "third-party",
+        ),
+        (
+            "      - run: pytest -q\n",
+            "      - run: pytest -q\n      - uses: docker://ghcr.io/x/lint:latest\n",
+            "movable tag",
+        ),
+        ("actions/checkout@v3", "actions/checkout@v2", "back to the older v2"),
+        ("actions/checkout@v3", "actions/checkout@main", "not a release"),
+        ('["3.11", "3.12"]', '["3.12"]', "drops 3.11 from its matrix python-version"),
+        (
+            '["3.11", "3.12"]\n',
+            '["3.11", "3.12"]\n        exclude:\n          - python-version: "3.11"\n',
+            "excludes",
+        ),
+        ("runs-on: ubuntu-latest", "runs-on: [self-hosted, linux]", "self-hosted runner"),
+    ],
+)
+async def test_out_of_scope_edits_are_reviewed_by_name(
+    evidence_for: Build, old: str, new: str, said: str
+) -> None:
+    verdict = await decide(evidence_for, patch(old, new))
+    assert verdict.decision == "review", verdict.reason
+    assert verdict.judge == "ci-workflows/workflow-risks", verdict.judge
+    assert said in verdict.reason
+
+
+async def test_a_new_workflow_is_reviewed(evidence_for: Build) -> None:
+    code = f"vsh_write('/workspace/.github/workflows/release.yml', {WORKFLOW!r})"
+    verdict = await decide(evidence_for, code)
+    assert verdict.decision == "review", verdict.reason
+    assert "is a new workflow" in verdict.reason
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from ..analysis._workflows import (
     Workflow,
     job_steps,
     lookalike,
+    newer,
     parse_action,
     removed_checks,
     runs_checks,
@@ -51,6 +52,7 @@ __all__ = ("WORKFLOW_FILES", "WorkflowRisks")
 
 WORKFLOW_FILES: tuple[str, ...] = (".github/workflows/**/*.yml", ".github/workflows/**/*.yaml")
 _CODE_EVENTS = ("push", "pull_request")
+_OFFICIAL = frozenset({"actions"})
 _HEAD_REFS = (
     "github.event.pull_request.head",
     "github.head_ref",
@@ -124,6 +126,9 @@ def _findings(evidence: Evidence, path: str) -> Iterator[Finding]:
     if before is not None:
         yield from _removed(path, before, after)
         yield from _triggers(path, before, after)
+        yield from _matrix_and_runners(path, before, after)
+    elif evidence.before_bytes(path) is None:
+        yield "review", f"{path} is a new workflow: new code that runs with the repository's token."
     yield from _target(path, before, after)
     yield from _actions(path, before, after)
     for run in executions_added(before, after):
@@ -231,24 +236,39 @@ def _target(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fin
             )
 
 
+def _uses(workflow: Workflow | None) -> set[str]:
+    if workflow is None:
+        return set()
+    return {
+        " ".join(str(step.get("uses")).split())
+        for job in workflow.jobs.values()
+        for step in job_steps(job)
+        if step.get("uses") is not None
+    }
+
+
 def _actions(path: str, before: Workflow | None, after: Workflow) -> Iterator[Finding]:
+    old_uses = _uses(before)
     used: set[str] = set()
-    if before is not None:
-        for job in before.jobs.values():
-            for step in job_steps(job):
-                action = parse_action(step.get("uses"))
-                if action is not None:
-                    used.add(f"{action.owner}/{action.repo}".lower())
+    versions: dict[str, list[tuple[int, ...]]] = {}
+    for text in old_uses:
+        action = parse_action(text)
+        if action is not None:
+            used.add(f"{action.owner}/{action.repo}".lower())
+            if action.version is not None:
+                versions.setdefault(action.name, []).append(action.version)
     known = sorted(used | WELL_KNOWN)
     seen: set[str] = set()
-    for job in after.jobs.values():
-        for step in job_steps(job):
-            action = parse_action(step.get("uses"))
-            if action is None:
-                continue
-            name = f"{action.owner}/{action.repo}".lower()
-            if name in used or name in WELL_KNOWN or name in seen:
-                continue
+    for text in sorted(_uses(after) - old_uses):
+        if text.startswith("docker://"):
+            if "@sha256:" not in text:
+                yield "review", f"{path} runs the container {text[:80]} by a movable tag."
+            continue
+        action = parse_action(text)
+        if action is None:
+            continue
+        name = f"{action.owner}/{action.repo}".lower()
+        if name not in used and name not in WELL_KNOWN and name not in seen:
             seen.add(name)
             imitated = lookalike(action, known)
             if imitated is not None:
@@ -259,3 +279,58 @@ def _actions(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fi
                         "another account's repository with a look-alike name."
                     ),
                 )
+                continue
+        if action.is_sha:
+            continue
+        if action.owner.lower() not in _OFFICIAL:
+            yield (
+                "review",
+                (
+                    f"{path} uses the third-party action {text[:80]} at the movable ref "
+                    f"{action.ref[:40]}; third-party actions go to a human."
+                ),
+            )
+        elif action.version is None:
+            yield "review", f"{path} moves {action.name} to {action.ref[:40]}, not a release."
+        elif any(newer(action.version, old) for old in versions.get(action.name, ())):
+            yield "review", f"{path} moves {action.name} back to the older {action.ref}."
+
+
+def _matrix_and_runners(path: str, before: Workflow, after: Workflow) -> Iterator[Finding]:
+    for jid, job in after.jobs.items():
+        old = before.jobs.get(jid)
+        if old is None:
+            continue
+        if _self_hosted(job.get("runs-on")) and not _self_hosted(old.get("runs-on")):
+            yield (
+                "review",
+                (
+                    f"{path}: job {jid!r} now runs on a self-hosted runner, inside the network, "
+                    "with code from pull requests."
+                ),
+            )
+        matrix, old_matrix = _matrix(job), _matrix(old)
+        if not typed_equal(matrix.get("exclude"), old_matrix.get("exclude")):
+            yield "review", f"{path}: job {jid!r} changes its matrix excludes."
+        for key, values in old_matrix.items():
+            new = matrix.get(key)
+            if key in ("exclude", "include") or not isinstance(values, list):
+                continue
+            if isinstance(new, list):
+                gone = [v for v in values if not any(typed_equal(v, n) for n in new)]
+                if gone:
+                    shown = ", ".join(map(str, gone[:5]))
+                    yield "review", f"{path}: job {jid!r} drops {shown} from its matrix {key}."
+
+
+def _matrix(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+    return matrix if isinstance(matrix, Mapping) else {}
+
+
+def _self_hosted(runs_on: Any) -> bool:
+    if isinstance(runs_on, Mapping):
+        runs_on = runs_on.get("labels", runs_on.get("group"))
+    labels = runs_on if isinstance(runs_on, list) else [runs_on]
+    return any(isinstance(label, str) and "self-hosted" in label.lower() for label in labels)
