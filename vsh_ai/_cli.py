@@ -449,8 +449,9 @@ def _check_one(path: Path) -> str:
         spec = load_judge_file(path)
         rules = spec.rule_set()
         return (
-            f"judge {spec.id!r}: {len(rules.allowances)} allowances, "
-            f"{len(rules.denials)} denials, on_unproven {spec.rules.on_unproven}, "
+            f"judge {spec.id!r}: {len(rules.allowances)} allowance"
+            f"{'s' * (len(rules.allowances) != 1)}, {len(rules.denials)} denial"
+            f"{'s' * (len(rules.denials) != 1)}, on_unproven {spec.rules.on_unproven}, "
             f"llm {'yes' if spec.llm else 'no'}"
         )
     if path.suffix in (".yaml", ".yml"):
