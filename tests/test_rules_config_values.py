@@ -92,6 +92,13 @@ def test_comment_warnings_name_the_value_or_a_capacity() -> None:
     assert comment_warning(("at most 16 on these hosts",), 8) is None
 
 
+def test_comment_warnings_about_switching_a_boolean() -> None:
+    warns = ("WARNING: enabling this exposes the admin API to the internet.",)
+    assert comment_warning(warns, True) == warns[0]
+    assert comment_warning(warns, False) is None
+    assert comment_warning(("Enable the new dashboard.",), True) is None
+
+
 def test_commented_out_options_are_documented() -> None:
     text = "[server]\n; SSH_PER_WRITE_TIMEOUT = 30\n# keepalive_s: 5\nworkers = 4\n"
     assert commented_option(text, "server.SSH_PER_WRITE_TIMEOUT")

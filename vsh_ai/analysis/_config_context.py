@@ -181,7 +181,11 @@ def comment_warning(
         return None
     spelled = str(value).strip().lower() if isinstance(value, str | int | float) else ""
     named = bool(spelled) and not _NUMERIC.fullmatch(spelled)
-    word = re.compile(rf"(?<![\w.-]){re.escape(spelled)}(?![\w-])") if named else None
+    forms = _SWITCHED.get(spelled, (spelled,)) if named else ()
+    if isinstance(value, bool):
+        forms = _SWITCHED[str(value).lower()]
+    alternatives = "|".join(re.escape(form) for form in forms)
+    word = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])") if forms else None
     number = (
         float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     )
@@ -202,3 +206,8 @@ def comment_warning(
 
 
 _NUMERIC = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+# A boolean is named by its value or by what switching it does ("enabling this exposes").
+_SWITCHED: dict[str, tuple[str, ...]] = {
+    "true": ("true", "enable", "enabled", "enabling", "turn on", "turning on", "switch on"),
+    "false": ("false", "disable", "disabled", "disabling", "turn off", "turning off"),
+}
