@@ -607,3 +607,22 @@ async def test_requirements_folder_is_a_dependency_file(evidence_for: Build) -> 
             evidence_for, dict(files), write("requirements/base.txt", new), "Bump requests."
         )
         assert decided == decision, reason
+
+
+def test_poetry_tables_keep_what_changes_installation() -> None:
+    before = parse_dependency_file(
+        "pyproject.toml",
+        b'[tool.poetry.dependencies]\nrequests = {version = "^2.31"}\n'
+        b'foo = [{version = "^1.0", python = "<3.9"}, {version = "^2.0", python = ">=3.9"}]\n',
+    )
+    after = parse_dependency_file(
+        "pyproject.toml",
+        b'[tool.poetry.dependencies]\nrequests = {version = "^2.31", allow-prereleases = true}\n'
+        b'foo = [{version = "^1.0", python = "<3.9"}, {version = "^2.3", python = ">=3.9"}]\n',
+    )
+    changed = {c.name: c for c in compare_manifests(before, after).changes}
+    assert changed["foo"].bump_problems(allow_major=False, narrowing=True) == []  # one of two
+    assert changed["foo"].after is not None
+    assert changed["foo"].after.source is None  # a list of constraints is not a source
+    problems = changed["requests"].bump_problems(allow_major=False, narrowing=True)
+    assert "changes its per-line installer options" in problems[0]

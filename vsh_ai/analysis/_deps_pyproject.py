@@ -11,30 +11,38 @@ from ._deps_model import Dependency, DependencySyntaxError, Manifest, _flat, _po
 from ._deps_pip import _pep508
 from ._deps_ranges import npm_exact, pep440_exact
 
+_POETRY_SOURCE_KEYS = ("git", "path", "url", "source", "branch", "rev", "tag", "develop")
+_POETRY_KNOWN = ("version", "extras", "markers", "python", *_POETRY_SOURCE_KEYS)
 
-def _poetry_spec(value: Any) -> tuple[str, tuple[str, ...], str | None, str | None]:
-    """A poetry dependency value -> (spec, extras, marker, source)."""
+
+def _poetry_deps(section: str, name: str, value: Any) -> list[Dependency]:
+    """A poetry dependency value (a constraint, a table, or a list of tables, one per
+    environment) as dependencies; keys that change what is installed (``allow-prereleases``,
+    ``optional``, ``platform``...) are the dependency's options."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [d for item in value for d in _poetry_deps(section, name, item)]
+    key = canonicalize_name(name)
     if isinstance(value, str):
         spec = value.strip()
         if pep440_exact(spec) is None and npm_exact(spec) is not None:
             spec = f"=={spec}"  # poetry's bare "1.2.3" is an exact pin
-        return spec, (), None, None
-    if isinstance(value, dict):
-        spec = str(value.get("version", ""))
-        if spec and pep440_exact(spec) is None and npm_exact(spec) is not None:
-            spec = f"=={spec}"
-        extras = tuple(sorted(canonicalize_name(str(e)) for e in value.get("extras", ())))
-        marker_parts = [str(value[k]) for k in ("markers",) if k in value]
-        if "python" in value:
-            marker_parts.append(f"python {value['python']}")
-        marker = " and ".join(marker_parts) or None
-        source_keys = {
-            k: value[k]
-            for k in ("git", "path", "url", "source", "branch", "rev", "tag", "develop")
-            if k in value
-        }
-        return spec, extras, marker, _source_text(source_keys) if source_keys else None
-    return _source_text(value), (), None, _source_text(value)
+        return [Dependency("pypi", section, key, spec)]
+    if not isinstance(value, dict):
+        return [Dependency("pypi", section, key, "", source=_source_text(value))]
+    spec = str(value.get("version", ""))
+    if spec and pep440_exact(spec) is None and npm_exact(spec) is not None:
+        spec = f"=={spec}"
+    extras = tuple(sorted(canonicalize_name(str(e)) for e in value.get("extras", ())))
+    marker_parts = [str(value[k]) for k in ("markers",) if k in value]
+    if "python" in value:
+        marker_parts.append(f"python {value['python']}")
+    marker = " and ".join(marker_parts) or None
+    source_keys = {k: value[k] for k in _POETRY_SOURCE_KEYS if k in value}
+    options = tuple(
+        sorted(f"{k}={_source_text(v)}" for k, v in value.items() if k not in _POETRY_KNOWN)
+    )
+    source = _source_text(source_keys) if source_keys else None
+    return [Dependency("pypi", section, key, spec, extras, marker, source, options=options)]
 
 
 def parse_pyproject(text: str, path: str = "pyproject.toml") -> Manifest:
@@ -83,10 +91,7 @@ def parse_pyproject(text: str, path: str = "pyproject.toml") -> Manifest:
         if not isinstance(table, dict):
             continue
         for name, value in table.items():
-            spec, extras, marker, source = _poetry_spec(value)
-            deps.append(
-                Dependency("pypi", section, canonicalize_name(name), spec, extras, marker, source)
-            )
+            deps.extend(_poetry_deps(section, str(name), value))
 
     sources = _pop(data, "tool.uv.sources")
     if isinstance(sources, dict):
