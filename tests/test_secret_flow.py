@@ -161,7 +161,15 @@ def test_copies_are_found_in_every_spelling() -> None:
     assert copied(secrets, f"x = '{KEY}'") == "verbatim"
     assert copied(secrets, KEY[::-1]) == "reversed"
     assert copied(secrets, str([ord(c) for c in KEY])) == "as character codes"
-    assert copied(secrets, f'"{KEY[:11]}" "{KEY[11:22]}"\n  "{KEY[22:]}"') == "in pieces"
+    assert copied(secrets, f'"{KEY[:11]}" "{KEY[11:22]}"\n  "{KEY[22:]}"') == "with separators"
+    assert copied(secrets, f'a = "{KEY[:11]}"; b = "{KEY[11:22]}"; c = "{KEY[22:]}"') == "in pieces"
+    assert copied(secrets, " ".join(KEY)) == "with separators"
+    assert copied(secrets, KEY.upper()) == "verbatim"  # case is ignored
+    alphabet = """alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike
+        november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu
+        zero one two three four five six seven eight nine underscore"""
+    spelling = dict(zip("abcdefghijklmnopqrstuvwxyz0123456789_", alphabet.split(), strict=True))
+    assert copied(secrets, " ".join(spelling[c] for c in KEY.lower())) == "spelled out"
     assert copied(secrets, KEY.encode().hex()) == "hex-encoded"
     assert copied(secrets, base64.b64encode(KEY.encode()).decode()) == "base64-encoded"
     assert copied(secrets, "STRIPE_KEY = os.environ['STRIPE_KEY']") is None
@@ -180,3 +188,16 @@ async def test_a_reserialised_config_keeps_its_credential_in_place(evidence_for)
     moved = code.replace("= 45", "= cfg['db']['password']")
     evidence = await evidence_for(files, moved)
     assert not secret_flow(evidence).contained
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["'DEBUG = False\\n', 'DEBUG = False  \\n'", "'TIMEOUT = 30\\n', 'TIMEOUT  =  30\\n'"],
+    ids=["trailing", "respaced"],
+)
+async def test_spacing_changed_after_the_read_is_reviewed(evidence_for, extra: str) -> None:
+    code = f"vsh_patch('{P}', '\"{KEY}\"', {ENV!r})\nvsh_patch('{P}', {extra})"
+    evidence, verdict = await decide(evidence_for, code)
+    assert not secret_flow(evidence).contained
+    assert verdict.decision == "review"
+    assert "whitespace" in verdict.reason

@@ -30,7 +30,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .._evidence import Evidence, EvidenceGap
 from ._config import ConfigSyntaxError, flatten, parse_config, typed_equal
@@ -261,6 +261,17 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
         if found is not None:
             out.append(Leak("copy", path, f"{path} adds the secret {found}"))
     if not out:
+        shifted = _whitespace_only(memo, path, added)
+        if shifted is not None:
+            out.append(
+                Leak(
+                    "maybe",
+                    path,
+                    f"{path} line {shifted} changes only whitespace after the "
+                    "read (spacing can encode them)",
+                )
+            )
+    if not out:
         before = evidence.before_bytes(path) or b""
         opaque = opaque_line(evidence, path, data, known=before.decode("utf-8", "replace"))
         if opaque is not None:
@@ -273,6 +284,20 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
                 )
             )
     return out
+
+
+def _whitespace_only(memo: Any, path: str, added: tuple[tuple[int, str], ...]) -> int | None:
+    """The first added line with trailing whitespace or equal to a removed line but for
+    its spacing, or None."""
+    try:
+        removed = memo.new_lines(path, removed=True) or ()
+    except (EvidenceGap, ValueError):
+        removed = ()
+    dropped = {" ".join(line.split()) for _, line in removed}
+    for number, line in added:
+        if line != line.rstrip() or (line.strip() and " ".join(line.split()) in dropped):
+            return number
+    return None
 
 
 def _kept_in_place(evidence: Evidence, path: str, data: bytes, secrets: list[str]) -> set[str]:
@@ -309,17 +334,19 @@ def _in_comment(line: str, column: int) -> bool:
 
 
 def copied(secrets: list[str], text: str) -> str | None:
-    """How ``text`` holds (part of) one of ``secrets``: "verbatim", "reversed", "as
-    character codes", "in pieces", "hex-encoded", "base64-encoded", "in ROT13"; or None.
+    """How ``text`` holds (part of) one of ``secrets``: "verbatim", "reversed", "with
+    separators", "spelled out", "as character codes", "in pieces", "hex-encoded",
+    "base64-encoded", "in ROT13"; or None. Case is ignored.
 
     A part is any :data:`_WINDOW` consecutive characters of a secret (the whole of a
     shorter one). Linear in ``text`` times the secrets' lengths.
     """
-    windows = _windows(secrets)
+    windows = {window.casefold() for window in _windows(secrets)}
     if not windows or not text:
         return None
     for how, candidate in _candidates(text):
-        if any(window in candidate for window in windows):
+        folded = candidate.casefold()  # a copy in other case still gives the secret away
+        if any(window in folded for window in windows):
             return how
     return None
 
@@ -335,8 +362,34 @@ def _windows(secrets: list[str]) -> set[str]:
     return out
 
 
+_SEPARATORS = re.compile(r"[\s'\"`,+;|]+")
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+_WORDS = """
+    alpha alfa bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima
+    mike november oscar papa quebec romeo sierra tango uniform victor whiskey whisky xray
+    yankee zulu zero one two three four five six seven eight nine underscore dash hyphen dot
+"""
+_SPELLING = dict(zip(_WORDS.split(), "aabcdefghijjklmnopqrstuvwwxyz0123456789_--.", strict=True))
+
+
+def _spelled(text: str) -> str:
+    """Single characters and spelling-alphabet words read as the characters they spell."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text):
+        if len(token) == 1:
+            out.append(token)
+        else:
+            out.append(_SPELLING.get(token.lower(), " "))
+    return "".join(out)
+
+
 def _candidates(text: str) -> list[tuple[str, str]]:
     out = [("verbatim", text), ("reversed", text[::-1])]
+    joined = _SEPARATORS.sub("", text)
+    out += [("with separators", joined), ("reversed with separators", joined[::-1])]
+    spelled = _spelled(text)
+    if len(spelled.replace(" ", "")) >= _MIN_SECRET:
+        out += [("spelled out", spelled), ("spelled out reversed", spelled[::-1])]
     numbers = [int(n, 16) if n.lower().startswith("0x") else int(n) for n in _NUMBERS.findall(text)]
     codes = "".join(chr(n) for n in numbers if 32 <= n < 127)
     if len(codes) >= _MIN_SECRET:
