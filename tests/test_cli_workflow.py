@@ -324,7 +324,7 @@ def test_json_report_carries_versions_timestamp_and_judge_digest(tmp_path: Path)
     done = run("eval", "data-cleanup", "--json", str(out_json), cwd=tmp_path)
     assert done.returncode == 0
     report = json.loads(out_json.read_text())
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert report["created"].endswith("+00:00")
     assert report["versions"]["vsh-python"] == "0.6.0"
     assert report["versions"]["vsh-ai"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import os
+import subprocess
 import sys
 import textwrap
 import zipfile
@@ -169,22 +171,33 @@ def test_the_built_wheel_ships_suites_and_judges_and_finds_them(
     for folder, pattern in (("evals", "*.yaml"), ("judges", "*.toml")):
         for path in (ROOT / folder).glob(pattern):
             assert f"vsh_ai/_bundled/{folder}/{path.name}" in names
-    module_path = site / "vsh_ai" / "evals" / "_suite.py"
-    spec = importlib.util.spec_from_file_location("installed_suite_module", module_path)
-    assert spec is not None
-    assert spec.loader is not None
-    installed = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, installed)  # pydantic resolves names there
-    spec.loader.exec_module(installed)
-
+    # The unpacked package alone, in a fresh interpreter: -S keeps the editable install's
+    # .pth hook (this checkout) out; the dependencies come from this environment.
+    code = (
+        "import json\n"
+        "from vsh_ai.evals._suite import bundled_root, find_suites, load_suite\n"
+        "found = find_suites()\n"
+        "print(json.dumps({'root': str(bundled_root()), 'suites': [str(p) for p in found],\n"
+        "    'judges': [str(load_suite(p).judge_path) for p in found]}))\n"
+    )
+    dependencies = [p for p in sys.path if p.endswith("site-packages")]
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,  # not this checkout (`-c` puts the current folder first)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *dependencies])},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    installed = json.loads(done.stdout.strip().splitlines()[-1])
     shipped = site / "vsh_ai" / "_bundled"
-    assert installed.bundled_root() == shipped
-    found = installed.find_suites()
+    assert Path(installed["root"]) == shipped
+    found = [Path(p) for p in installed["suites"]]
     assert [p.name for p in found] == [p.name for p in find_suites()]
     assert all(p.parent == shipped / "evals" for p in found)
-    for path in found:
-        suite = installed.load_suite(path)
-        assert suite.judge_path == shipped / "judges" / f"{suite.scenario}.toml"
+    for path, judge in zip(found, installed["judges"], strict=True):
+        assert Path(judge) == shipped / "judges" / f"{path.stem}.toml"
 
 
 def test_checkout_lookup_and_bundled_judge_fallback(tmp_path: Path) -> None:
