@@ -418,7 +418,7 @@ async def test_removed_or_refiltered_code_triggers_are_reviewed(evidence_for: Bu
         evidence_for,
         patch(
             "on: [push, pull_request]\n",
-            'on:\n  push:\n    paths: ["docs/**"]\n  pull_request: {}\n',
+            'on:\n  push:\n    paths: ["src/**", "tests/**"]\n  pull_request: {}\n',
             path,
         ),
         SECURITY,
@@ -427,6 +427,22 @@ async def test_removed_or_refiltered_code_triggers_are_reviewed(evidence_for: Bu
     assert narrowed.decision == "review", narrowed.reason
     assert "filters of its push trigger" in narrowed.reason
     assert "pull_request trigger" not in narrowed.reason  # `pull_request: {}` is no filter
+    code_paths = patch("on: [push, pull_request]\n", 'on:\n  push:\n    paths: ["src/**"]\n', path)
+    code = await decide(evidence_for, code_paths, SECURITY, path)
+    assert code.decision == "review", code.reason
+
+
+@pytest.mark.parametrize("paths", ['["docs/**"]', '["**.md", "README*"]', "[docs/**, '*.rst']"])
+async def test_a_checking_workflow_filtered_to_docs_is_rejected(
+    evidence_for: Build, paths: str
+) -> None:
+    path = ".github/workflows/security.yml"
+    new = f"on:\n  push:\n    paths: {paths}\n  pull_request:\n"
+    verdict = await decide(
+        evidence_for, patch("on: [push, pull_request]\n", new, path), SECURITY, path
+    )
+    assert verdict.decision == "reject", verdict.reason
+    assert "no longer run on code changes" in verdict.reason
 
 
 async def test_pull_request_target(evidence_for: Build) -> None:

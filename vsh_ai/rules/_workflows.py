@@ -193,6 +193,16 @@ def _triggers(path: str, before: Workflow, after: Workflow) -> Iterator[Finding]
                 f"{path} removes its {event} trigger, so its jobs stop running on {event} events.",
             )
         elif event in old and event in new and not typed_equal(old[event], new[event]):
+            only = _docs_only(new[event])
+            if only and runs_checks(before) and not _docs_only(old[event]):
+                yield (
+                    "reject",
+                    (
+                        f"{path} now runs on {event} only when {', '.join(only[:4])} change, "
+                        "so its checks no longer run on code changes."
+                    ),
+                )
+                continue
             yield (
                 "review",
                 (
@@ -420,3 +430,23 @@ def _scripts(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fi
 def _step_key(step: Mapping[str, Any]) -> str:
     action = parse_action(step.get("uses"))
     return f"uses:{action.name}" if action is not None else " ".join(run_text(step).split())
+
+
+# Paths that hold documentation only: a trigger filtered to these never sees code.
+_DOCS = re.compile(
+    r"(?i)^(\*\*/)?(docs?|documentation|site|\.github/ISSUE_TEMPLATE)(/.*)?$|"
+    r"^(\*\*/)?[^/]*\.(md|rst|txt|adoc)$|^(\*\*/)?(README|CHANGELOG|CHANGES|LICENSE|AUTHORS)[^/]*$"
+)
+
+
+def _docs_only(config: Any) -> list[str]:
+    """The trigger's ``paths`` when every one of them is documentation (else empty)."""
+    paths = config.get("paths") if isinstance(config, Mapping) else None
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths:
+        return []
+    wanted = [p for p in paths if isinstance(p, str) and not p.startswith("!")]
+    if not wanted or len(wanted) != len(paths):
+        return []
+    return wanted if all(_DOCS.match(p.strip()) for p in wanted) else []
