@@ -13,6 +13,7 @@ or context: it never proves a change allowed.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +26,10 @@ __all__ = ("KeyContext", "comment_warning", "commented_option", "key_context")
 _COMMENT = re.compile(r"^\s*(?:#|;|//|!)")
 _INLINE = re.compile(r"\s(?:#|//|;)\s?(.*)$")
 _MAX_ABOVE = 8
+_MAX_HITS = 16  # lines setting a name, scored against the key's parents
+_MAX_WALK = 200  # lines walked back from a hit to find its parents
+_MAX_SPELLED = 200
+_MAX_COMMENT = 2000
 _NEIGHBOURS = 3
 _MAX_LINES = 20_000
 
@@ -80,16 +85,17 @@ def _indent(line: str) -> int:
 
 
 def _score(lines: list[str], at: int, parents: tuple[str, ...]) -> int:
-    """How many of ``parents`` name the enclosing lines of ``at`` (headers, less indent)."""
+    """How well ``parents`` name the enclosing lines of ``at`` (headers, less indent):
+    each parent found counts, the nearer ones (the key's own table first) for more."""
     if not parents:
         return 0
-    wanted = {p.lower() for p in parents}
+    weight = {p.lower(): 2**depth for depth, p in enumerate(parents)}
     found: set[str] = set()
     depth = _indent(lines[at])
     for word in re.findall(r"[\w-]+", lines[at].split("=")[0].split(":")[0].lower())[:-1]:
-        if word in wanted:
+        if word in weight:
             found.add(word)  # a dotted name: a.b.key = 1
-    for index in range(at - 1, max(-1, at - 400), -1):
+    for index in range(at - 1, max(-1, at - _MAX_WALK), -1):
         line = lines[index]
         stripped = line.strip()
         if not stripped or _COMMENT.match(line):
@@ -97,11 +103,11 @@ def _score(lines: list[str], at: int, parents: tuple[str, ...]) -> int:
         header = stripped.startswith("[") and stripped.endswith("]")
         if header or _indent(line) < depth:
             for word in re.findall(r"[\w-]+", stripped.split("=")[0].split(":")[0].lower()):
-                if word in wanted:
+                if word in weight:
                     found.add(word)
             if not header:
                 depth = _indent(line)
-    return len(found)
+    return sum(weight[word] for word in found)
 
 
 def key_context(text: str, key: str) -> KeyContext:
@@ -112,7 +118,13 @@ def key_context(text: str, key: str) -> KeyContext:
     hits = index.by_name.get(names[-1].lower(), []) if names else []
     if not hits:
         return KeyContext(key, 0, "", (), ())
-    at = max(hits[:64], key=lambda i: (_score(lines, i, names[:-1]), -i))
+    candidates = set(hits[:_MAX_HITS])
+    if len(names) > 1:  # and the first setting after each line naming the parent
+        for parent in index.by_name.get(names[-2].lower(), [])[:_MAX_HITS]:
+            after = bisect.bisect_right(hits, parent)
+            if after < len(hits):
+                candidates.add(hits[after])
+    at = max(sorted(candidates), key=lambda i: (_score(lines, i, names[:-1]), -i))
     comments: list[str] = []
     for above in range(at - 1, max(-1, at - 1 - _MAX_ABOVE), -1):
         if not _COMMENT.match(lines[above]):
@@ -180,7 +192,7 @@ def comment_warning(
     if not comments:
         return None
     spelled = str(value).strip().lower() if isinstance(value, str | int | float) else ""
-    named = bool(spelled) and not _NUMERIC.fullmatch(spelled)
+    named = 0 < len(spelled) <= _MAX_SPELLED and not _NUMERIC.fullmatch(spelled)
     forms = _SWITCHED.get(spelled, (spelled,)) if named else ()
     if isinstance(value, bool):
         forms = _SWITCHED[str(value).lower()]
@@ -190,7 +202,7 @@ def comment_warning(
         float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     )
     for comment in comments:
-        for clause in _CLAUSE.split(comment):
+        for clause in _CLAUSE.split(comment[:_MAX_COMMENT]):
             if word is not None and word.search(clause.lower()) and _WARNING.search(clause):
                 return comment
             if size is not None and _CAPACITY_WORDS.search(clause):

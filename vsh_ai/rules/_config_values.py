@@ -46,7 +46,8 @@ from ._paths import validate_globs
 
 __all__ = ("ConfigValues",)
 
-_MAX_KEYS = 2000  # changed keys read per file; more is reviewed, not skipped
+_MAX_KEYS = 2000  # changed keys checked per file; more is reviewed, not skipped
+_MAX_READ = 200  # changed keys whose comments are read per file; more is reviewed
 _LISTED = 3
 
 
@@ -123,6 +124,11 @@ class ConfigValues(Rule):
                 f"({_MAX_KEYS}); a human must review them."
             )
             return
+        if self.comments and len(changes) > _MAX_READ:
+            out[self.action].append(
+                f"{path}: {len(changes)} keys changed, more than this rule reads the file's "
+                f"comments for ({_MAX_READ}); a human must review them."
+            )
         text = after_bytes.decode("utf-8", "replace")
         fmt = detect_format(path) if self.format == "auto" else self.format
         checker = Checker(self.limits, fmt, before, after, MISSING) if self.limits else None
@@ -141,7 +147,7 @@ class ConfigValues(Rule):
                         f"{path}: {broken} (a documented limit); a human must decide this value."
                     )
                     continue
-            if self.comments:
+            if self.comments and len(changes) <= _MAX_READ:
                 context = key_context(text, key)
                 warning = comment_warning(context.comments, new, _size_of(key, new))
                 if warning:
