@@ -599,3 +599,17 @@ async def test_dropped_pythons_floats_and_opaque_comments_are_not_claimed(
     )
     assert not ok
     assert "opaque token" in reason
+
+
+async def test_bulk_new_workflows_are_reviewed_past_the_read_limit(evidence_for: Build) -> None:
+    code = (
+        "for i in range(105):\n"
+        f"    vsh_write(f'/workspace/.github/workflows/w{{i:03d}}.yml', {WORKFLOW!r})\n"
+        "vsh_write('/workspace/.github/workflows/w999.yml', "
+        f"{WORKFLOW.replace('actions/checkout@v3', 'actoins/checkout@v3')!r})\n"
+    )
+    evidence = await evidence_for({CI: WORKFLOW}, code)
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review", verdict.reason  # w999 is past the limit: unread
+    assert "is a new workflow" in verdict.reason

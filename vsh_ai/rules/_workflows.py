@@ -58,6 +58,7 @@ __all__ = ("WORKFLOW_FILES", "WorkflowRisks")
 WORKFLOW_FILES: tuple[str, ...] = (".github/workflows/**/*.yml", ".github/workflows/**/*.yaml")
 _CODE_EVENTS = ("push", "pull_request")
 _OFFICIAL = frozenset({"actions"})
+_MAX_CREATED = 100  # new workflows read in full per decision; more are reviewed unread
 _HEAD_REFS = (
     "github.event.pull_request.head",
     "github.head_ref",
@@ -82,10 +83,17 @@ class WorkflowRisks(Rule):
     def check(self, evidence: Evidence, /) -> Verdict | None:
         findings: list[Finding] = []
         paths: list[str] = []
+        created = 0
         for change in evidence.changes:
             path = change.path
             if matching(self.globs, path, ignore_case=True) is None:
                 continue
+            if evidence.before_bytes(path) is None and evidence.after_bytes(path) is not None:
+                created += 1
+                if created > _MAX_CREATED:  # reviewed anyway: bounded work on bulk creates
+                    findings.append(("review", f"{path} is a new workflow."))
+                    paths.append(path)
+                    continue
             found = list(_findings(evidence, path))
             if found:
                 findings.extend(found)
