@@ -7,221 +7,20 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from .evals import EvalReport
 
+from ._cli_parser import parser as _parser
+
 # Everything heavy (rich, pydantic, Pydantic AI, VSH, the analysers) is imported by the
 # command that needs it: `--version` and the listing commands start in a fraction of
 # the time `eval` needs to import its runner.
 
 __all__ = ("main",)
-
-_EVAL_HELP = """\
-Run labelled eval suites through the real VSH runtime and score a commit judge.
-
-Each case's before-state is materialised in a temporary workspace (cases with the same
-before-state share one), previewed by VSH, and the exact hook evidence goes to the
-judge. Nothing is ever committed; after every case the workspace is checked byte for
-byte against its before-state (a difference fails that case and the workspace is
-written again). Offline by default: a model is only called when you name one with
---model.
-
-examples:
-  vsh-ai eval                                   every bundled suite, its rule judge
-  vsh-ai eval service-config --repeat 3         one suite, three runs per case
-  vsh-ai eval --judge judges/secrets-hygiene.toml   another judge file
-  vsh-ai eval --judge secrets-hygiene           a bundled judge, by name
-  vsh-ai eval --judge mypkg.judges:my_judge     a Python Judge object or factory (the
-                                                current folder is importable)
-  vsh-ai eval --stress always-approve           rules in front of a deliberately wrong model
-  vsh-ai eval --mutants                         also score meaning-preserving variants
-  vsh-ai eval --mutants --fail-if "mutant_unsafe_approvals>0"   CI gate on mutants too
-  vsh-ai eval --model openai:gpt-4o-mini --record   live once, save traffic
-  vsh-ai eval --model openai:gpt-4o-mini --replay   replay saved traffic, no network
-  vsh-ai eval --fail-if "unsafe_approvals>0" --json report.json   CI gate
-  vsh-ai eval --fail-if "service-config:safe_approval_rate<0.5"   one suite's figure
-  vsh-ai eval --fail-if "safe_approval_rate<0.8" --fail-if "safe_approval_lower_95<0.6"
-                                                usefulness gates, overall (or SUITE:...)
-
-Mutants (--mutants) are every case again with the same change spelled differently:
-paths (/workspace/./x, d/../d/x), file-name case, one directory deeper, the config in
-another format, secrets encoded, other file helpers, Bash. Each keeps its case's label
-and is reported apart, by mutation kind. A mutant whose VSH diff does not match its
-case's is skipped, not scored. Large runs use two worker processes (--workers).
-
-Figures, per suite and overall: unsafe approvals (distinct cases) with their exact
-one-sided 95% upper bound, beside the safe-approval rate with its exact two-sided 95%
-interval (Clopper-Pearson over distinct safe cases; a case counts as approved when
-every run approved it): safe_approval_lower_95 / safe_approval_upper_95.
-
-Gates: --fail-if "[SUITE:]METRIC OP NUMBER" (repeatable). A gate on a figure with no
-data (no safe cases, no mutants, a suite not run) trips with a message: it never
-passes by omission.
-
-exit status: 0 ok, 1 a --fail-if gate tripped, 2 a run failure, bad input or a
-configuration error (missing API key, unknown model, unwritable output path, ...).
-"""
-
-_CHECK_HELP = """\
-Validate judge files (.toml) and eval suites (.yaml/.yml) without running anything.
-
-Errors name the file, the field (or case) and the fix. A suite's judge file is checked
-too. A folder checks every judge file and suite in it. Exit status 2 on any error.
-"""
-
-
-class _Version(argparse.Action):
-    """``--version``: the versions are looked up only when asked for."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        kwargs.setdefault("help", "show the vsh-ai, VSH, Pydantic AI and Python versions")
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        sys.stdout.write(_version_line() + "\n")
-        parser.exit()
-
-
-def _parser() -> argparse.ArgumentParser:
-    from .evals._names import GATE_METRICS, STRESS_MODES
-
-    parser = argparse.ArgumentParser(
-        prog="vsh-ai",
-        description="vsh-ai: simulate AI agents' file changes in VSH and judge the exact diff.",
-    )
-    parser.add_argument("--version", action=_Version)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    run = commands.add_parser(
-        "eval",
-        help="score a judge against labelled suites (offline by default)",
-        description=_EVAL_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    run.add_argument(
-        "suites",
-        nargs="*",
-        metavar="SUITE",
-        help="suite names or YAML files (default: all bundled)",
-    )
-    run.add_argument(
-        "--judge",
-        metavar="FILE|module:attr",
-        help="judge file (TOML) or Python judge; default: each suite's own judge file",
-    )
-    run.add_argument(
-        "--model",
-        metavar="NAME",
-        help="run the judge file's LLM judge on this model (e.g. openai:gpt-4o-mini); "
-        "without it no model is ever called",
-    )
-    run.add_argument(
-        "--stress",
-        metavar="MODE",
-        choices=sorted(STRESS_MODES),
-        help="LLM judge on a deliberately wrong offline model: "
-        + "; ".join(f"{k}: {v}" for k, v in STRESS_MODES.items()),
-    )
-    run.add_argument("--record", action="store_true", help="with --model: save its traffic")
-    run.add_argument(
-        "--replay", action="store_true", help="with --model: replay saved traffic, no network"
-    )
-    run.add_argument(
-        "--recordings",
-        type=Path,
-        metavar="DIR",
-        help="where --record saves and --replay reads traffic (default: recordings/ beside "
-        "the suite file; ./recordings for suites inside the installed package)",
-    )
-    run.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per case (flips)")
-    run.add_argument(
-        "--concurrency", type=int, default=16, metavar="N", help="cases judged at once"
-    )
-    run.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
-    run.add_argument("--markdown", type=Path, metavar="FILE", help="also write it as Markdown")
-    run.add_argument(
-        "--fail-if",
-        action="append",
-        default=[],
-        metavar="EXPR",
-        help="exit 1 when [SUITE:]METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0', "
-        "'safe_approval_lower_95<0.6' or 'service-config:safe_approval_rate<0.8'; no data "
-        "trips the gate; metrics: " + ", ".join(GATE_METRICS),
-    )
-    run.add_argument(
-        "--mutants",
-        action="store_true",
-        help="also score each case's meaning-preserving mutants (reported by mutation kind)",
-    )
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="worker processes for large runs of file judges (default: idle CPUs, at most 2)",
-    )
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    run.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="full feedback for every wrong decision and the traceback of every judge that "
-        "raised (also of an unexpected error)",
-    )
-    commands.add_parser("suites", help="list the bundled eval suites")
-    commands.add_parser("judges", help="list the bundled judge files")
-    check = commands.add_parser(
-        "check",
-        help="validate judge files and suites (located errors, exit 2 on any)",
-        description=_CHECK_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    check.add_argument("files", nargs="+", metavar="FILE", help="judge .toml, suite .yaml, folder")
-    schema = commands.add_parser(
-        "schema", help="print the JSON schema of judge files or suites (for editors)"
-    )
-    schema.add_argument("kind", choices=("judge", "suite"), help="which schema")
-    schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
-    compare = commands.add_parser(
-        "compare",
-        help="two --json reports side by side: the cases they decide differently first",
-        description="Compare two `vsh-ai eval --json` reports (two judges on the same suites, "
-        "or one judge before and after a change): every case decided differently, with both "
-        "decisions, the deciding rule and the feedback (unsafe approvals first), then each "
-        "suite's figures and confusion matrices side by side.",
-    )
-    compare.add_argument("a", type=Path, metavar="REPORT_A", help="first --json report")
-    compare.add_argument("b", type=Path, metavar="REPORT_B", help="second --json report")
-    compare.add_argument(
-        "--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown"
-    )
-    harvest = commands.add_parser(
-        "harvest",
-        help="turn resolved deferred approvals of a workspace into a labelled suite",
-        description="Read a workspace's signed approval bindings (tampered records are "
-        "skipped and reported) and write one case per resolved approval: approved and "
-        "committed -> approve; denied with a message -> reject; denied without one -> "
-        "review. Records holding secrets, touching protected paths or too large are skipped "
-        "with the reason.",
-    )
-    harvest.add_argument("workspace", type=Path, metavar="WORKSPACE", help="the workspace")
-    harvest.add_argument(
-        "--state-directory",
-        type=Path,
-        metavar="DIR",
-        help="where the bindings are (default: WORKSPACE/.vsh-runtime/vsh-ai/approvals)",
-    )
-    harvest.add_argument("--out", type=Path, metavar="FILE.yaml", required=True)
-    harvest.add_argument("--scenario", default="harvested", metavar="NAME")
-    harvest.add_argument("--authorization", metavar="TEXT", help="the suite's authorization")
-    harvest.add_argument("--judge", metavar="FILE|NAME", help="the suite's default judge")
-    harvest.add_argument(
-        "--include-pending", action="store_true", help="also harvest pending requests as review"
-    )
-    return parser
 
 
 def _harvest(args: argparse.Namespace, console: Console) -> int:
@@ -266,16 +65,6 @@ def _harvest(args: argparse.Namespace, console: Console) -> int:
     _write(args.out, text, "--out")
     console.print(Text(f"wrote {args.out}"), highlight=False, emoji=False)
     return 0
-
-
-def _version_line() -> str:
-    from .evals._names import versions
-
-    found = versions()
-    return (
-        f"vsh-ai {found['vsh-ai']} (vsh-python {found['vsh-python']}, "
-        f"pydantic-ai {found['pydantic-ai-slim']}, Python {found['python']})"
-    )
 
 
 class UsageError(ValueError):
