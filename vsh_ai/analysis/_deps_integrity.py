@@ -60,15 +60,18 @@ def _host(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
 
 
-def _npm_tarball_names(url: str, name: str, version: str) -> bool | None:
-    """A registry tarball URL (``/<name>/-/<base>-<version>.tgz``) names this package and
-    version; None when the URL is not of that layout (git, file, other hosts' layouts)."""
+def _npm_tarball(url: str, name: str, version: str) -> tuple[bool, bool] | None:
+    """(names this package, names this version) for a registry tarball URL
+    (``/<name>/-/<base>-<version>.tgz``); None when the URL is not of that layout (git,
+    file, other registries' layouts)."""
     path = unquote(urlsplit(url.split("#", 1)[0]).path)
     if "/-/" not in path or not path.endswith(".tgz"):
         return None
     folder, _, file = path.rpartition("/-/")
     base = name.rsplit("/", 1)[-1]
-    return folder.endswith(f"/{name}") and file == f"{base}-{version}.tgz"
+    return folder.endswith(f"/{name}") and file.startswith(f"{base}-"), file.endswith(
+        f"-{version}.tgz"
+    )
 
 
 def _python_file_version(location: str) -> Version | None:
@@ -127,11 +130,13 @@ def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
         )
     for artifact in after.artifacts:
         if ecosystem == "npm":
-            names = _npm_tarball_names(artifact, after.name, after.version)
-            if names is False:
+            names = _npm_tarball(artifact, after.name, after.version)
+            if names is not None and not names[1]:
                 found.append(
                     ("reject", f"records version {after.version} but its tarball is {artifact}")
                 )
+            elif names is not None and not names[0]:  # an alias (npm:other@1.2.3), or not
+                found.append(("review", f"resolves to the tarball of another name ({artifact})"))
         else:
             version = _python_file_version(artifact)
             try:

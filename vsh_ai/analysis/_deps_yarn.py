@@ -32,8 +32,12 @@ _V1_FIELD = re.compile(r'^\s+("?)([^"\s:]+)\1:?\s+"?(.*?)"?\s*$')
 
 
 def _name_of(spec: str) -> str:
-    """``@babel/core@^7.0.0`` / ``lodash@npm:^4`` / ``/lodash@4.17.21(react@18)`` -> name."""
+    """``@babel/core@^7.0.0`` / ``lodash@npm:^4`` / ``/lodash@4.17.21(react@18)`` -> name;
+    an alias (``string-width-cjs@npm:string-width@^4``) names the package it installs."""
     spec = spec.strip().strip('"').lstrip("/")
+    alias = spec.find("@npm:", 1)
+    if alias > 0 and spec.find("@", alias + 5 + 1) > 0:
+        spec = spec[alias + 5 :]
     at = spec.find("@", 1)
     return spec[:at] if at > 0 else spec
 
