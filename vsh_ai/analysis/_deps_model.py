@@ -45,7 +45,7 @@ MAX_LOCK_FILE_BYTES: dict[str, int] = {
     "poetry.lock": 512 << 10,
     "yarn.lock": 768 << 10,
     "pipfile.lock": 512 << 10,
-    "pnpm-lock": 256 << 10,  # YAML: about 1 s/MiB per side on libyaml
+    "pnpm-lock": 256 << 10,  # YAML: about 0.7 s of CPU per MiB and side (libyaml)
 }
 MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)
 
