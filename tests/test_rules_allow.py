@@ -369,7 +369,7 @@ async def test_lists_and_versions(evidence_for) -> None:
 
 
 def test_key_constraints_validate() -> None:
-    with pytest.raises(ValueError, match="min/max apply to integer, number, duration, size or list"):
+    with pytest.raises(ValueError, match="min/max apply to integer, number or list"):
         KeyConstraint(type="boolean", min=1)
     with pytest.raises(ValueError, match="only_to applies to booleans"):
         KeyConstraint(type="integer", only_to=True)

@@ -154,7 +154,10 @@ class ConfigInvariants(Rule):
             if not _covers((pattern,), key):
                 continue
             core = pattern.rsplit(".", 1)[-1]
-            match = "word" if "*" not in core else word_match(core.strip("*"), key)
+            stem = core.strip("*")
+            match: WordMatch = "word" if "*" not in core else "letters"
+            if "*" in core and "*" not in stem:  # one stem: is it a word of the key?
+                match = word_match(stem, key)
             if match == "word":
                 found = match
                 break

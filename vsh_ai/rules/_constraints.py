@@ -125,7 +125,7 @@ class KeyConstraint(BaseModel):
             "list",
         ):
             raise ValueError(
-                f"min/max apply to integer, number, duration, size or list, not {self.type}"
+                f"min/max apply to integer, number or list (or duration, size), not {self.type}"
             )
         if (self.factor is not None or self.step is not None) and self.type not in _NUMERIC:
             raise ValueError("factor/step apply to integer, number, duration or size")
