@@ -50,7 +50,8 @@ def _hash_change(old: set[str], new: set[str], what: str) -> Finding | None:
     if old & new:
         return ("review", f"replaces some of its {what} for the same version")
     if {_algorithm(d) for d in old} & {_algorithm(d) for d in new}:
-        return ("reject", f"keeps its version but every {what[:-1]} changes: a different artifact")
+        one = what[:-2] if what.endswith("hashes") else what[:-1]  # "file hash", "--hash value"
+        return ("reject", f"keeps its version but every {one} changes: a different artifact")
     shown = ", ".join(sorted({_algorithm(d) for d in old} | {_algorithm(d) for d in new}))
     return ("review", f"switches its {what} to another algorithm ({shown}) for the same version")
 
