@@ -153,6 +153,9 @@ async def test_third_party_pins_are_not_claimed(evidence_for: Build) -> None:
     ok, reason = await claim(evidence_for, patch("setup-uv@v5", f"setup-uv@{SHA} # v5.1.0"), text)
     assert not ok
     assert "not an official action" in reason
+    verdict = await decide(evidence_for, patch("setup-uv@v5", f"setup-uv@{SHA} # v5.1.0"), text)
+    assert verdict.decision == "review"
+    assert "another owner's code" in verdict.reason
 
 
 @pytest.mark.parametrize(

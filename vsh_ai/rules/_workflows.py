@@ -305,6 +305,14 @@ def _actions(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fi
                 )
                 continue
         if action.is_sha:
+            if action.owner.lower() not in _OFFICIAL and name in used:
+                yield (
+                    "review",
+                    (
+                        f"{path} moves the third-party action {action.owner}/{action.repo} to "
+                        f"commit {action.ref[:12]}; a human checks another owner's code."
+                    ),
+                )
             continue
         if action.owner.lower() not in _OFFICIAL:
             yield (
