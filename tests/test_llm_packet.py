@@ -623,3 +623,42 @@ async def test_an_intent_cannot_fake_a_section_with_any_line_break(
     assert required_refs(packet.text) == ["C1"]
     for line in packet.text.splitlines():
         assert not line.startswith((FORGED, "CITABLE REFS: none"))
+
+
+CONFIG = (
+    "[logging]\n"
+    "# debug logs full request bodies and headers; never in production.\n"
+    "level = 'info'  # the default\n"
+    "token = 'ghp_" + "b2" * 20 + "'\n"
+    "[server]\nworkers = 4\n"
+)
+
+
+async def test_changed_config_keys_come_with_the_files_own_comments(evidence_for) -> None:
+    """Issue 17: for each changed key the model sees what the file says next to it (its
+    comments and neighbouring settings), from the shared text, secrets redacted."""
+    evidence = await evidence_for(
+        {"config/app.toml": CONFIG},
+        "vsh_patch('/workspace/config/app.toml', \"level = 'info'\", \"level = 'debug'\")",
+    )
+    packet = build_packet(evidence, SHARE_ALL)
+    inside, outside = fenced_blocks(packet.text)
+    assert "  what C1's file says next to each changed key (its own comments and neighbouring" in (
+        "\n".join(outside)
+    )
+    start = inside.index("  | logging.level (after line 3: level = 'debug'  # the default)")
+    assert inside[start + 1 : start + 4] == [
+        "  |   comment: debug logs full request bodies and headers; never in production.",
+        "  |   comment: the default",
+        "  |   nearby: [logging]; token = '[REDACTED:GitHub token]'; [server]; workers = 4",
+    ]
+    assert "b2" * 8 not in packet.text
+
+
+async def test_unshared_or_unparsable_files_get_no_key_context(evidence_for) -> None:
+    evidence = await evidence_for(
+        {"config/app.toml": CONFIG, "notes.txt": "level = 1\n"},
+        "vsh_patch('/workspace/notes.txt', 'level = 1', 'level = 2')",
+    )
+    packet = build_packet(evidence, SHARE_ALL)
+    assert "file says next to each changed key" not in packet.text
