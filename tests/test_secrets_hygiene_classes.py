@@ -213,3 +213,22 @@ def test_character_codes_are_decoded() -> None:
         assert [f.kind for f in found] == ["GitHub token"]
         assert found[0].encoding == "char codes"
     assert find_secrets("PORTS = [80, 443, 8080, 8443, 9000, 9090, 3000, 5432, 6379]\n") == ()
+
+
+@pytest.mark.parametrize(
+    ("new", "decision"),
+    [
+        ("api_key: ${STRIPE_KEY}\ntimeout_s: 30\n", "approve"),
+        ("timeout_s: 30\n", "approve"),
+        ("api_key: ${STRIPE_KEY}\ntimeout_s: 31\n", "review"),
+        ("api_key: ENV\ntimeout_s: 30\n", "review"),
+    ],
+    ids=["reference", "removed", "other-change", "not-a-reference"],
+)
+async def test_a_config_secret_replaced_by_a_reference(
+    evidence_for, new: str, decision: str
+) -> None:
+    files = {**FILES, "config/app.yaml": f"api_key: {KEY}\ntimeout_s: 30\n"}
+    code = f"p = '/workspace/config/app.yaml'\nvsh_read(p)\nvsh_write(p, {new!r})"
+    verdict = await decide(evidence_for, code, files)
+    assert verdict.decision == decision, verdict.reason

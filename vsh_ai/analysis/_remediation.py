@@ -19,10 +19,13 @@ import ast
 import difflib
 from collections.abc import Iterable
 
+from ._config import ConfigSyntaxError, flatten, parse_config, typed_equal
 from ._secret_values import _key_kind, is_placeholder
 from ._secrets import find_secrets
 
-__all__ = ("secret_removal_problem",)
+__all__ = ("config_reference_problem", "secret_removal_problem")
+
+_ABSENT = object()
 
 _STAND_IN = "vsh-ai:environment-or-placeholder"
 _ERRORS = frozenset(
@@ -311,3 +314,29 @@ def _plain_error(node: ast.expr | None, parameters: set[str]) -> bool:
             continue
         return False
     return True
+
+
+def config_reference_problem(path: str, before: bytes, after: bytes) -> str | None:
+    """None when the config file ``after`` is ``before`` with each secret value replaced
+    by a reference or placeholder (``${STRIPE_KEY}``, ``<set-me>``, ``""``) or its key
+    removed, and nothing else changed; else why not, in a sentence fragment."""
+    try:
+        old = flatten(parse_config(before, "auto", path))
+        new = flatten(parse_config(after, "auto", path))
+    except (ConfigSyntaxError, ValueError, RecursionError):
+        return "it does not parse as the same config format on both sides"
+    text = before.decode("utf-8", "replace")
+    secrets = [text[f.start : f.end] for f in find_secrets(text)]
+    if not secrets:
+        return "the old version holds no hard-coded secret"
+    replaced = 0
+    for key in dict.fromkeys([*old, *new]):
+        was, now = old.get(key, _ABSENT), new.get(key, _ABSENT)
+        if was is not _ABSENT and now is not _ABSENT and typed_equal(was, now):
+            continue
+        if not (isinstance(was, str) and any(s in was for s in secrets)):
+            return f"{key} changes, and it held no secret"
+        if now is not _ABSENT and not (isinstance(now, str) and is_placeholder(now)):
+            return f"{key} gets a value that is not a reference or placeholder"
+        replaced += 1
+    return None if replaced else "no secret value is replaced"

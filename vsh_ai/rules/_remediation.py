@@ -7,7 +7,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from .._evidence import Evidence, EvidenceGap
-from ..analysis._remediation import secret_removal_problem
+from ..analysis._config import detect_format
+from ..analysis._remediation import config_reference_problem, secret_removal_problem
 from ._base import Allowance, Claim, GlobFields, NetChange
 from ._constraints import globs_given
 from ._glob import matching
@@ -18,7 +19,11 @@ _PYTHON = (".py", ".pyw")
 
 
 class AllowSecretRemoval(Allowance):
-    """Claims a Python modify under ``paths`` that only replaces hard-coded secrets.
+    """Claims a Python or config modify under ``paths`` that only replaces hard-coded secrets.
+
+    Config files (TOML, JSON, YAML, INI, .properties): every changed key held a detected
+    secret and now holds a reference or placeholder (``${STRIPE_KEY}``, ``<set-me>``,
+    ``""``) or is gone (:func:`vsh_ai.analysis._remediation.config_reference_problem`).
 
     Proven by :func:`vsh_ai.analysis._remediation.secret_removal_problem`: the new module
     equals the old one with each detected secret literal replaced by an environment lookup
@@ -38,7 +43,10 @@ class AllowSecretRemoval(Allowance):
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         glob = matching(self.paths, change.path)
-        if glob is None or change.kind != "modify" or not change.path.endswith(_PYTHON):
+        config = detect_format(change.path) not in ("auto", "env")
+        if glob is None or change.kind != "modify":
+            return None
+        if not (change.path.endswith(_PYTHON) or config):
             return None
         path = change.path
         if change.before is None or change.after is None:
@@ -47,6 +55,18 @@ class AllowSecretRemoval(Allowance):
             return Claim(False, f"{path} is not a regular file on both sides")
         if change.before.mode != change.after.mode:
             return Claim(False, f"{path}: its mode changes too")
+        if config:
+            old, new = evidence.before_bytes(path), evidence.after_bytes(path)
+            if old is None or new is None:
+                return Claim(False, f"{path}: its bytes were not captured")
+            issue = config_reference_problem(path, old, new)
+            if issue is not None:
+                return Claim(
+                    False,
+                    f"{path}: {issue}; replace each secret value with a reference such as "
+                    "${NAME} and change nothing else",
+                )
+            return Claim(True, f"{path} only replaces secret values with references")
         try:
             before, after = evidence.before_text(path), evidence.after_text(path)
         except EvidenceGap:
