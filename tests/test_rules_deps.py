@@ -170,7 +170,11 @@ async def test_major_bump_needs_allow_major(evidence_for: Build) -> None:
     assert claim is not None
     assert not claim.ok
     assert "major" in claim.reason
-    assert RISKS.check(evidence) is None  # not an attack: a human decides
+    verdict = RISKS.check(evidence)  # not an attack, but a person decides (not a model)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert "another major version" in verdict.reason
+    assert DependencyRisks(major_action=None).check(evidence) is None
     ok = claims(evidence, AllowDependencyUpdates(allow_major=True))["pyproject.toml"]
     assert ok is not None
     assert ok.ok

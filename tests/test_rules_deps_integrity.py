@@ -628,3 +628,28 @@ def test_poetry_tables_keep_what_changes_installation() -> None:
     assert changed["foo"].after.source is None  # a list of constraints is not a source
     problems = changed["requests"].bump_problems(allow_major=False, narrowing=True)
     assert "changes its per-line installer options" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ('"requests==2.31.0"', '"requests[socks]==2.32.3"', "gains the extras ['socks']"),
+        ('"requests>=2.31,<3"', '"requests>=3.0,<4"', "another major version"),
+        ('"requests==2.31.0"', '"requests==3.0.0"', "major 2 -> 3"),
+    ],
+)
+async def test_majors_and_extras_are_decided_for_a_person(
+    evidence_for: Build, old: str, new: str, words: str
+) -> None:
+    def pyproject(dep: str) -> str:
+        return f'[project]\nname = "api"\nversion = "0.3.0"\ndependencies = [{dep}]\n'
+
+    decided, reason = await decide(
+        evidence_for,
+        {"pyproject.toml": pyproject(old)},
+        write("pyproject.toml", pyproject(new)),
+        "Upgrade requests.",
+    )
+    assert decided == "review", reason
+    assert words in reason
+    assert "not proven" not in reason  # decided by a rule, not escalated as unproven

@@ -34,10 +34,12 @@ from ..analysis._deps import (
     compare_locks,
     compare_manifests,
     file_kind,
+    floor_major,
     is_newer,
     lock_entry_for,
     lock_mismatches,
     lock_resolution,
+    major_of,
     parse_dependency_file,
     requirement_hashes,
     satisfies,
@@ -401,6 +403,15 @@ class DependencyRisks(Rule):
     action: Action = "reject"
     new_package_action: Action = "review"
     downgrade_action: Action = "reject"
+    major_action: Action | None = Field(
+        default="review",
+        description=(
+            "What a major upgrade (an exact pin, a range's lowest version or a lock entry "
+            "moving to another major) and a gained extra (other packages installed) decide: "
+            "a person, by default, so a model after the rules cannot approve them; null "
+            "leaves them to the allowances (allow_major) and the next judge."
+        ),
+    )
 
     _check_globs = field_validator("globs")(lambda globs: check_globs(globs))
 
@@ -514,7 +525,21 @@ class DependencyRisks(Rule):
                 old_version = entry.before.version if entry.before is not None else None
                 new_version = entry.after.version
                 if (
-                    old_version
+                    self.major_action is not None
+                    and old_version
+                    and new_version
+                    and is_newer(after.ecosystem, old_version, new_version) is True
+                    and major_of(after.ecosystem, old_version)
+                    != major_of(after.ecosystem, new_version)
+                ):
+                    flag(
+                        self.major_action,
+                        f"lock entry {entry.key} moves to another major version "
+                        f"({old_version} -> {new_version}); major upgrades go to a person",
+                    )
+                if (
+                    self.major_action is not None
+                    and old_version
                     and new_version
                     and is_newer(after.ecosystem, new_version, old_version) is True
                 ):
@@ -621,6 +646,38 @@ class DependencyRisks(Rule):
                 f"{name} is downgraded ({old} -> {new}: every version it now admits is older); "
                 "upgrade instead",
             )
+        elif self.major_action is not None and (majors := _majors(dep)) is not None:
+            flag(
+                self.major_action,
+                f"{name} moves to another major version ({old} -> {new}, major {majors[0]} -> "
+                f"{majors[1]}); major upgrades go to a person",
+            )
+        gains = dep.after.extras and not set(dep.after.extras) <= set(dep.before.extras)
+        if self.major_action is not None and gains:
+            gained = sorted(set(dep.after.extras) - set(dep.before.extras))
+            flag(
+                self.major_action,
+                f"{name} gains the extras {gained}, which install other packages; "
+                "new packages go to a person",
+            )
+
+
+def _majors(dep: DependencyChange) -> tuple[int, int] | None:
+    """(old, new) major of an upgrade that crosses a major version (pins or range floors)."""
+    assert dep.before is not None
+    assert dep.after is not None
+    if dep.old_pin is not None and dep.new_pin is not None:
+        if dep.newer is not True or not dep.major_bump:
+            return None
+        old, new = major_of(dep.ecosystem, dep.old_pin), major_of(dep.ecosystem, dep.new_pin)
+    else:
+        if dep.relation is None or dep.relation.floor != "higher":
+            return None
+        old = floor_major(dep.ecosystem, dep.before.spec)
+        new = floor_major(dep.ecosystem, dep.after.spec)
+    if old is None or new is None or new <= old:
+        return None
+    return old, new
 
 
 def _registry(source: str) -> bool:
