@@ -302,8 +302,8 @@ class Workflow:
     def lines(self) -> dict[str, frozenset[str]]:
         """Each job's script lines, whitespace-normalised."""
         return {
-            jid: frozenset().union(*(_lines(run_text(step)) for step, _ in steps))
-            for jid, steps in self.step_tools.items()
+            jid: frozenset().union(*(_lines(run_text(step)) for step in job_steps(job)))
+            for jid, job in self.jobs.items()
         }
 
 

@@ -412,8 +412,8 @@ def _writes(permissions: Any) -> bool:
 def _scripts(path: str, before: Workflow | None, after: Workflow) -> Iterator[Finding]:
     """Disabled jobs and steps, ignored failures, write permissions and risky script lines
     new in ``after`` (structural: every YAML spelling alike)."""
-    old_lines = frozenset().union(*before.lines.values()) if before is not None else frozenset()
     old_jobs = before.jobs if before is not None else {}
+    old_lines: frozenset[str] | None = None
     tree = after.tree or {}
     old_tree = (before.tree or {}) if before is not None else {}
     if _writes(tree.get("permissions")) and not _writes(old_tree.get("permissions")):
@@ -436,6 +436,10 @@ def _scripts(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fi
                         "reject",
                         f"{path} {what} a step of job {jid!r} ({key}: {step.get(key)!r}).",
                     )
+        if before is not None and before.signature.get(jid) == after.signature[jid]:
+            continue  # the same scripts: no new line
+        if old_lines is None:
+            old_lines = frozenset().union(*before.lines.values()) if before else frozenset()
         for line in after.lines.get(jid, frozenset()) - old_lines:
             for pattern, what in _SCRIPT_RISKS:
                 if pattern.search(line):
