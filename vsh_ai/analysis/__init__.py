@@ -12,6 +12,8 @@ hides, and the key a config rule parses is the key the packet shows.
 - dependencies: :func:`parse_dependency_file`, :func:`compare_manifests` (packaging, node-semver)
 - Python: :func:`code_changes` (facts from ``ast``)
 - provenance: :func:`unshared_paths` (bytes that were ever at an unshared path stay unshared)
+- GitHub Actions: :mod:`._workflows` (triggers, jobs, steps, action references, the checks a
+  change removes or neuters) and :mod:`._workflows_exec` (downloads run in a later step)
 - once per evidence: :func:`._memo.analysis_of` (text, lines, added lines, net changes,
   secret reads, manifests; secret findings are remembered by content digest, so every
   rule, the read rule, redaction and the packet share one scan, across copies too)
