@@ -108,7 +108,7 @@ async def test_annotation_only_edits_are_claimed_and_approved(
     [
         ("src/pkg/util.py", "value, low", "value: print('x'), low", "holds code"),
         ("src/pkg/util.py", "value, low", "value: Number, low", "not bound"),
-        ("src/pkg/util.py", "return max", "return min", "code other than annotations"),
+        ("src/pkg/util.py", "return max", "return min", "not annotation-only"),
         ("src/pkg/models.py", "size: int = 1", "size: str = 1", "reads annotations"),
     ],
 )

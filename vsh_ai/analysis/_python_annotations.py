@@ -23,7 +23,6 @@ import builtins
 from dataclasses import dataclass, field
 
 from ._python_facts import CodeFact, _parse, _without_gc
-from ._python_layout import strip_docstrings
 
 __all__ = ("Proof", "annotation_only")
 
@@ -119,6 +118,14 @@ def _decorator_safe(decorator: ast.expr) -> bool:
     )
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
 def _impure(node: ast.AST) -> str | None:
     """Why ``node`` is not a plain type expression (None: it is)."""
     if isinstance(node, ast.Constant):
@@ -161,7 +168,7 @@ class _Stripper:
     """Removes annotations in place; records each site with its context."""
 
     future: bool
-    bound_before: dict[int, set[str]]  # top-level statement index -> names bound earlier
+    first_bound: dict[str, int]  # name -> top-level statement (1-based) that binds it first
     sites: dict[tuple[str, ...], _Site] = field(default_factory=dict)
     typing_names: set[str] = field(default_factory=set)
     top: int = 0
@@ -174,7 +181,7 @@ class _Stripper:
             unknown = sorted(
                 n
                 for n in _names(node)
-                if n not in _BUILTIN_NAMES and n not in self.bound_before.get(self.top, set())
+                if n not in _BUILTIN_NAMES and self.first_bound.get(n, self.top) >= self.top
             )
             if unknown:
                 why = f"an annotation names {unknown[0]}, not bound when the definition runs"
@@ -184,6 +191,10 @@ class _Stripper:
 
     def body(self, stmts: list[ast.stmt], scope: tuple[str, ...], kind: str) -> list[ast.stmt]:
         out: list[ast.stmt] = []
+        if kind != "block" and stmts and _is_docstring(stmts[0]):
+            if kind == "module":
+                self.top += 1
+            stmts = stmts[1:]  # docstrings may change alongside annotations
         for stmt in stmts:
             if kind == "module":
                 self.top += 1
@@ -281,39 +292,38 @@ def _type_checking_imports(stmt: ast.If) -> bool:
     )
 
 
-def _bound_before(tree: ast.Module) -> dict[int, set[str]]:
-    """For each top-level statement (1-based), the names bound by the ones before it."""
-    bound: set[str] = set()
-    out: dict[int, set[str]] = {}
+def _scan(tree: ast.Module) -> tuple[dict[str, int], str | None]:
+    """One walk: where each module name is first bound (top-level statement, 1-based;
+    ``if TYPE_CHECKING:`` binds nothing at runtime), and a runtime annotation reader."""
+    first: dict[str, int] = {}
+    reader: str | None = None
     for index, stmt in enumerate(tree.body, 1):
-        out[index] = set(bound)
-        if isinstance(stmt, ast.If) and _dotted(stmt.test).endswith("TYPE_CHECKING"):
-            continue
+        binds = not (isinstance(stmt, ast.If) and _dotted(stmt.test).endswith("TYPE_CHECKING"))
+        names: list[str] = []
         for node in ast.walk(stmt):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                bound.update(a.asname or a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if node is stmt:
-                    bound.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                bound.add(node.id)
-    return out
-
-
-def _runtime_reader(tree: ast.Module) -> str | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in _RUNTIME_READERS:
-                    return alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            if node.module.split(".")[0] in _RUNTIME_READERS:
-                return node.module
-        elif isinstance(node, ast.Name) and node.id in _READING_NAMES:
-            return node.id
-        elif isinstance(node, ast.Attribute) and node.attr in _READING_NAMES:
-            return node.attr
-    return None
+                names.extend(a.asname or a.name.split(".")[0] for a in node.names)
+                modules = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""] * (not node.level)
+                )
+                reader = reader or next(
+                    (m for m in modules if m.split(".")[0] in _RUNTIME_READERS), None
+                )
+            elif isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Store):
+                    names.append(node.id)
+                if node.id in _READING_NAMES:
+                    reader = reader or node.id
+            elif isinstance(node, ast.Attribute) and node.attr in _READING_NAMES:
+                reader = reader or node.attr
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        if binds:
+            for name in names:
+                first.setdefault(name, index)
+    return first, reader
 
 
 def _future(tree: ast.Module) -> bool:
@@ -325,10 +335,10 @@ def _future(tree: ast.Module) -> bool:
     )
 
 
-def _strip(tree: ast.Module) -> tuple[str, _Stripper]:
-    stripper = _Stripper(_future(tree), _bound_before(tree))
+def _strip(tree: ast.Module, first_bound: dict[str, int]) -> tuple[str, _Stripper]:
+    stripper = _Stripper(_future(tree), first_bound)
     tree.body = stripper.body(tree.body, (), "module")
-    return ast.dump(strip_docstrings(tree), include_attributes=False), stripper
+    return ast.dump(tree, include_attributes=False), stripper
 
 
 @_without_gc
@@ -337,20 +347,25 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
     old_tree, new_tree = _parse(before), _parse(after)
     if isinstance(old_tree, CodeFact) or isinstance(new_tree, CodeFact):
         return Proof(False, "does not parse")
-    reader = _runtime_reader(old_tree) or _runtime_reader(new_tree)
-    if reader is not None:
-        return Proof(False, f"the module uses {reader}, which reads annotations at runtime")
     try:
-        old_dump, old = _strip(old_tree)
-        new_dump, new = _strip(new_tree)
+        old_first, old_reader = _scan(old_tree)
+        new_first, new_reader = _scan(new_tree)
+        reader = old_reader or new_reader
+        if reader is not None:
+            return Proof(False, f"the module uses {reader}, which reads annotations at runtime")
+        old_dump, old = _strip(old_tree, old_first)
+        new_dump, new = _strip(new_tree, new_first)
     except (RecursionError, MemoryError):
         return Proof(False, "too deeply nested to compare")
     if old_dump != new_dump:
         return Proof(False, "code other than annotations, comments and docstrings changed")
-    used = {
-        n.id for tree in (old_tree, new_tree) for n in ast.walk(tree) if isinstance(n, ast.Name)
-    }
-    shadowing = sorted((new.typing_names ^ old.typing_names) & used)
+    changed_typing = new.typing_names ^ old.typing_names
+    used = (
+        {n.id for t in (old_tree, new_tree) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if changed_typing
+        else set()
+    )
+    shadowing = sorted(changed_typing & used)
     if shadowing:
         return Proof(False, f"a changed typing import binds {shadowing[0]}, which the code uses")
     toggled = old.future != new.future

@@ -21,7 +21,7 @@ import builtins
 
 from ._python_annotations import Proof
 from ._python_facts import CodeFact, _parse, _without_gc
-from ._python_layout import docstring_free_dump, strip_docstrings
+from ._python_layout import strip_docstrings
 from ._python_rename import undo_parameter_renames
 
 __all__ = ("local_variable_refactor",)
@@ -215,8 +215,6 @@ def local_variable_refactor(
     if isinstance(old_tree, CodeFact) or isinstance(new_tree, CodeFact):
         return Proof(False, "does not parse")
     try:
-        if docstring_free_dump(before) == docstring_free_dump(after):
-            return Proof(False, "no code changed")
         renamed = undo_parameter_renames(old_tree, new_tree, named)
         inlined = renamed + _normalise(old_tree) + _normalise(new_tree)
         same = ast.dump(strip_docstrings(old_tree), include_attributes=False) == ast.dump(

@@ -23,13 +23,12 @@ from ..analysis._python import (
     CodeFact,
     FactKind,
     code_changes,
-    code_tokens,
-    docstring_free_dump,
     is_python_source,
     is_tooling_code,
 )
 from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
+from ._python_memo import memo_dump, memo_tokens
 
 if TYPE_CHECKING:
     from ..analysis._changes import NetChange
@@ -175,7 +174,7 @@ class AllowPythonDocs(Allowance):
         first_after = after.split(b"\n", 1)[0] if after.startswith(_SHEBANG) else b""
         if first_before != first_after:
             return Claim(False, f"{path}: the shebang line changed")
-        old, new = docstring_free_dump(before), docstring_free_dump(after)
+        old, new = memo_dump(evidence, before), memo_dump(evidence, after)
         if old is None or new is None:
             return Claim(False, f"{path} does not parse; it cannot be proven unchanged")
         if _doctests(before) != _doctests(after):
@@ -184,7 +183,7 @@ class AllowPythonDocs(Allowance):
                 f"{path}: doctest examples changed (`>>>` lines run under pytest "
                 "--doctest-modules); they are code, and source edits need a human",
             )
-        if old != new or code_tokens(before) != code_tokens(after):
+        if old != new or memo_tokens(evidence, before) != memo_tokens(evidence, after):
             return Claim(
                 False,
                 f"{path}: the code itself changed (not only comments, docstrings or "

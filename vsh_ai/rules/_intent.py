@@ -20,10 +20,10 @@ from pydantic import Field, field_validator
 from .._evidence import Evidence, is_binary
 from .._verdict import Verdict
 from ..analysis._python_annotations import annotation_only
-from ..analysis._python_layout import docstring_free_dump
 from ..analysis._python_names import is_python_source
 from ._base import Action, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
+from ._python_memo import memo_dump, memo_proof
 
 __all__ = ("IntentScope", "claimed_scope")
 
@@ -85,11 +85,13 @@ class IntentScope(Rule):
         before, after = evidence.before_bytes(path), evidence.after_bytes(path)
         if before is None or after is None or is_binary(before) or is_binary(after):
             return "its content is not text on both sides"
-        old, new = docstring_free_dump(before), docstring_free_dump(after)
+        old, new = memo_dump(evidence, before), memo_dump(evidence, after)
         if old is not None and old == new:
             return None  # comments, docstrings, layout: within every claim
         if "type hints" in claims:
-            proof = annotation_only(before, after)
+            proof = memo_proof(
+                evidence, "annotations", lambda: annotation_only(before, after), before, after
+            )
             if proof.ok:
                 return None
             return f"not only annotations changed ({proof.reason})"

@@ -23,11 +23,13 @@ from pydantic import Field, field_validator
 
 from .._evidence import Evidence, is_binary
 from ..analysis._python_annotations import Proof, annotation_only
+from ..analysis._python_compare import line_diff
 from ..analysis._python_names import is_tooling_code
 from ..analysis._python_proofs import test_additions, version_bump
 from ..analysis._python_refactor import local_variable_refactor
 from ._base import Allowance, Claim, GlobFields
 from ._glob import check_globs, matching
+from ._python_memo import memo_proof
 
 if TYPE_CHECKING:
     from ..analysis._changes import NetChange
@@ -86,6 +88,57 @@ class _PythonProof(Allowance):
         return Claim(True, f"{path}: {proof.reason}")
 
 
+_ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
+_DEF = re.compile(r"^\s*(async\s+)?def\s")
+
+
+def _first_difference(old: bytes, new: bytes) -> int:
+    """Length of the common prefix (binary search over slices: C-speed comparisons)."""
+    low, high = 0, min(len(old), len(new))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[:middle] == new[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+_MARKS = (b":", b"|", b"[", b"->")
+_STARTS = (b":", b"->", b"from ", b"import ", b"if TYPE_CHECKING")
+
+
+def _may_be_annotations(old: bytes, new: bytes) -> bool:
+    """Cheap necessary condition: the first change can belong to an annotation.
+
+    Only a prefilter (a False here leaves the edit unproven, never approves): an
+    annotation edit's first difference follows ``:``, ``->``, ``|`` or ``[``, starts
+    one, or is an import line.
+    """
+    at = _first_difference(old, new)
+    if at == min(len(old), len(new)):
+        return True
+    before = old[:at].rstrip()
+    line_start = old.rfind(b"\n", 0, at) + 1
+    rests = (old[at:].lstrip(b" \t"), new[at:].lstrip(b" \t"), old[line_start:].lstrip())
+    return before.endswith(_MARKS) or any(rest.startswith(_STARTS) for rest in rests)
+
+
+def _may_be_refactor(before: bytes, after: bytes) -> bool:
+    """Cheap necessary condition: an added or removed assignment line, or a changed def.
+
+    Only a prefilter: a False here leaves the edit unproven.
+    """
+    lines = line_diff(before.decode("utf-8", "replace"), after.decode("utf-8", "replace"))
+    old, new = (
+        before.decode("utf-8", "replace").splitlines(),
+        after.decode("utf-8", "replace").splitlines(),
+    )
+    touched = [new[j - 1] for j in (*lines.added, *lines.modified)]
+    touched += [old[i - 1] for i in (*lines.removed, *lines.modified.values())]
+    return any(_ASSIGNED.match(text) or _DEF.match(text) for text in touched)
+
+
 class AllowPythonAnnotations(_PythonProof):
     """Claims Python edits that change only type annotations that cannot change behaviour.
 
@@ -103,6 +156,15 @@ class AllowPythonAnnotations(_PythonProof):
         if before is None:
             return Proof(False, "a new file")
         return annotation_only(before, after)
+
+    def _prove_for(self, evidence: Evidence, before: bytes | None, after: bytes) -> Proof:
+        if before is None:
+            return Proof(False, "a new file")
+        if not _may_be_annotations(before, after):
+            return Proof(False, "the first change is not part of an annotation")
+        return memo_proof(
+            evidence, "annotations", lambda: annotation_only(before, after), before, after
+        )
 
 
 class AllowTestAdditions(_PythonProof):
@@ -168,6 +230,10 @@ class AllowLocalRefactors(_PythonProof):
         return self._refactor(before, after, frozenset())
 
     def _prove_for(self, evidence: Evidence, before: bytes | None, after: bytes) -> Proof:
+        if before is None:
+            return Proof(False, "a new file")
+        if not _may_be_refactor(before, after):
+            return Proof(False, "no local variable assigned, removed or renamed")
         words = frozenset(_WORD.findall((evidence.intent or "").lower()))
         return self._refactor(before, after, words)
 
