@@ -221,11 +221,21 @@ def test_a_mutant_gate_without_mutants_fails_instead_of_passing_silently(
 def test_stress_reports_rules_and_model_approvals_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A judge file that proves nothing: every change is escalated to the stress model,
+    # whatever the bundled judges prove today.
+    judge = tmp_path / "nothing-proven.toml"
+    judge.write_text(
+        'id = "nothing-proven"\n'
+        'description = "No allowances: every change goes to the model."\n'
+        '[rules]\non_unproven = "escalate"\n'
+    )
     out = tmp_path / "r.json"
     status = main(
         [
             "eval",
             "service-config",
+            "--judge",
+            str(judge),
             "--stress",
             "always-approve",
             "--json",
