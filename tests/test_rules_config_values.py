@@ -342,3 +342,13 @@ async def test_a_comment_warning_about_the_new_value_is_a_review(evidence_for) -
         {"config/app.yaml": LOGGING}, patch("config/app.yaml", "root: INFO", "root: DEBUG")
     )
     assert decide([DENY, allow], root)[0] == "approve"
+
+
+async def test_an_opaque_token_added_in_a_comment_is_a_named_review(evidence_for) -> None:
+    evidence = await evidence_for(
+        {"config/app.toml": CACHE_FILE},
+        patch("config/app.toml", "[cache]\n", "[cache]\n# db: app / Xq9-prod-PASSWORD-77\n"),
+    )
+    decision, judge, reason = decide([DENY], evidence)
+    assert (decision, judge) == ("review", "rules/config-values")
+    assert "line 2 adds an opaque token" in reason

@@ -10,6 +10,8 @@ the changes an allowance could only leave unproven:
 * ``limits``: key pattern -> :class:`~vsh_ai.rules.KeyConstraint` (the ``allow_config``
   syntax, words matched in any case style); a present value that breaks its bound, whether
   absolute or relative to the current value (``factor``, ``step``), gets ``action``.
+* ``tokens``: an added line (a comment too) holding an opaque token gets ``action``
+  (``allow_config`` refuses it anyway; this names why instead of leaving it unproven).
 * ``comments``: the file's own comment next to a changed key that warns about the new
   value (names it with what it exposes or forbids: request bodies, headers, PII,
   secrets, "never in production"), or states a capacity it exceeds (``hosts have 8 GB``,
@@ -36,6 +38,7 @@ from ..analysis._config_context import comment_warning, key_context
 from ..analysis._config_words import canonical_key
 from ..analysis._memo import analysis_of
 from ..analysis._quantities import SIZE_UNITS, in_unit, size_bytes
+from ..analysis._tokens import opaque_line
 from ..analysis._urls import url_changes
 from ._base import Action, GlobFields, Rule
 from ._config_checker import Checker
@@ -69,6 +72,11 @@ class ConfigValues(Rule):
     )
     comments: bool = Field(
         default=True, description="Read the comments next to each changed key for warnings."
+    )
+    tokens: bool = Field(
+        default=True,
+        description="Review added lines (comments too) holding an opaque token: a comment is "
+        "free text, and a credential copied into one parses as no change at all.",
     )
     action: Action = Field(default="review", description="A limit broken or a comment warning.")
     description: str = Field(default="", description="What this rule is for.")
@@ -106,6 +114,13 @@ class ConfigValues(Rule):
         after_bytes = evidence.after_bytes(path)
         if after_bytes is None:
             return
+        if self.tokens:
+            line = opaque_line(evidence, path, after_bytes)
+            if line is not None:
+                out[self.action].append(
+                    f"{path} line {line} adds an opaque token (a key, password or hash?), "
+                    "comments included; write names and placeholders, never values."
+                )
         try:
             before = (
                 MISSING if before_bytes is None else parse_config(before_bytes, self.format, path)
