@@ -380,7 +380,7 @@ class LockChange:
                 problems.append(f"{where} does not move to a newer version ({old} -> {new})")
             elif major_of(ecosystem, old) != major_of(ecosystem, new) and not allow_major:
                 problems.append(f"{where} is a major upgrade ({old} -> {new})")
-            elif self.before.integrity == self.after.integrity:
+            elif self.before.integrity and self.before.integrity == self.after.integrity:
                 problems.append(f"{where} changes version but keeps the old integrity hash")
         elif self.before.integrity != self.after.integrity:
             problems.append(f"{where} changes its integrity hash without a new version")
