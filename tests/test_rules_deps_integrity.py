@@ -653,3 +653,22 @@ async def test_majors_and_extras_are_decided_for_a_person(
     assert decided == "review", reason
     assert words in reason
     assert "not proven" not in reason  # decided by a rule, not escalated as unproven
+
+
+def test_a_git_dependency_moving_version_and_commit_is_reviewed() -> None:
+    def lock(version: str, commit: str) -> bytes:
+        entry = {"version": version, "resolved": f"git+ssh://git@github.com/acme/tool.git#{commit}"}
+        packages = {"": {"name": "x", "dependencies": {"tool": "github:acme/tool"}}}
+        data = {
+            "name": "x",
+            "lockfileVersion": 3,
+            "packages": {**packages, "node_modules/tool": entry},
+        }
+        return json.dumps(data).encode()
+
+    before = parse_dependency_file("package-lock.json", lock("1.2.0", "a" * 40))
+    after = parse_dependency_file("package-lock.json", lock("1.3.0", "b" * 40))
+    [change] = compare_locks(before, after)
+    [(severity, phrase)] = lock_resolution(change, "npm")
+    assert severity == "review"
+    assert "not a registry tarball" in phrase

@@ -138,6 +138,10 @@ def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
                 )
             elif names is not None and not names[0]:  # an alias (npm:other@1.2.3), or not
                 found.append(("review", f"resolves to the tarball of another name ({artifact})"))
+            elif names is None and artifact not in before.artifacts:
+                found.append(
+                    ("review", f"moves to {artifact}, which is not a registry tarball (git, URL)")
+                )
         else:
             version = _python_file_version(artifact)
             try:
