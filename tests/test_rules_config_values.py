@@ -352,3 +352,15 @@ async def test_an_opaque_token_added_in_a_comment_is_a_named_review(evidence_for
     decision, judge, reason = decide([DENY], evidence)
     assert (decision, judge) == ("review", "rules/config-values")
     assert "line 2 adds an opaque token" in reason
+
+
+@pytest.mark.parametrize("key", ["metrics-port", "metricsPort", "METRICS_PORT"])
+async def test_keep_lists_cover_keys_in_any_case_style(evidence_for, key) -> None:
+    rule = ConfigInvariants(globs=("config/**",), keep=("**.*_port",), action="reject")
+    evidence = await evidence_for(
+        {"config/app.yaml": f"server:\n  {key}: 9090\n"},
+        patch("config/app.yaml", f"{key}: 9090", f"{key}: 80"),
+    )
+    verdict = rule.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "reject"

@@ -7,7 +7,8 @@ value, keep existing, or have a required value. It never proves a change allowed
 ambiguous keys on either side is a finding.
 Keep patterns are deliberately broad (a deny list may over-match, never prove):
 dotted key paths where ``*`` matches within one segment, ``**`` any number of
-segments, matching ignores case and covers everything below a matched key
+segments, matching ignores case (and reads kebab- and camelCase keys as snake-case words:
+``rate-limit`` and ``rateLimit`` are ``rate_limit``) and covers everything below a matched key
 (``**.*tls*`` covers ``server.TLS.enabled`` and ``upstreams[0].verify_tls``; ``server.**``
 covers ``server`` and everything below it, ``**`` every key). Matching is RE2 (linear
 time): keys come from files the agent writes, and star-heavy patterns backtrack.
@@ -77,8 +78,13 @@ def _keys_regex(patterns: tuple[str, ...]) -> Any:
 
 @lru_cache(maxsize=65536)
 def _covers(patterns: tuple[str, ...], key: str) -> bool:
-    """True when ``key`` is a pattern or lies below one (see the module docs)."""
-    return _keys_regex(patterns).fullmatch(matchable(key)) is not None
+    """True when ``key`` is a pattern or lies below one (see the module docs), as written
+    or as snake-case words (``rate-limit`` and ``rateLimit`` are ``rate_limit``)."""
+    regex = _keys_regex(patterns)
+    if regex.fullmatch(matchable(key)) is not None:
+        return True
+    words = canonical_key(key)
+    return words != key and regex.fullmatch(matchable(words)) is not None
 
 
 # A key whose last word is one of these sizes, counts or times the thing a keep pattern
