@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from .._evidence import Evidence, EvidenceGap
 from ._config import ConfigSyntaxError, flatten, parse_config, typed_equal
-from ._decode import decode_base64
+from ._decode import compile_re2, decode_base64
 from ._memo import analysis_of
 from ._secrets import UNSCANNED, find_secrets
 from ._tokens import opaque_line
@@ -49,6 +49,7 @@ _READS = frozenset(("metadata_read", "directory_read", "content_read"))
 _WINDOW = 12  # characters of a secret a copy must hold to count as one
 _MIN_SECRET = 8  # shorter findings are not matched as copies (too many false hits)
 _VALUES = 64  # secret values per evidence matched as copies (bounded work)
+_DECODED = 2048  # encoded tokens decoded per text (beyond: the opaque-value check decides)
 _NUMBERS = re.compile(r"(?<![\w.])(?:0x[0-9A-Fa-f]{1,2}|\d{1,3})(?![\w.])")
 _QUOTED = re.compile(r"\"([^\"\n]*)\"|'([^'\n]*)'|`([^`\n]*)`")
 _RUNS = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
@@ -338,15 +339,17 @@ def copied(secrets: list[str], text: str) -> str | None:
     separators", "spelled out", "as character codes", "in pieces", "hex-encoded",
     "base64-encoded", "in ROT13"; or None. Case is ignored.
 
-    A part is any :data:`_WINDOW` consecutive characters of a secret (the whole of a
-    shorter one). Linear in ``text`` times the secrets' lengths.
+    A part is :data:`_WINDOW` consecutive characters of a secret (the whole of a shorter
+    one) at every half-window step, so any copy of 17 characters or more is found. One
+    RE2 scan per spelling: linear in ``text``.
     """
-    windows = {window.casefold() for window in _windows(secrets)}
+    windows = sorted({window.casefold() for window in _windows(secrets)})
     if not windows or not text:
         return None
+    # One RE2 alternation of every window: each candidate is scanned once, in linear time.
+    finder = compile_re2("(?i)" + "|".join(re.escape(w) for w in windows))
     for how, candidate in _candidates(text):
-        folded = candidate.casefold()  # a copy in other case still gives the secret away
-        if any(window in folded for window in windows):
+        if finder.search(candidate) is not None:  # a copy in other case still gives it away
             return how
     return None
 
@@ -358,7 +361,9 @@ def _windows(secrets: list[str]) -> set[str]:
         if len(secret) < _MIN_SECRET:
             continue
         width = min(_WINDOW, len(secret))
-        out.update(secret[i : i + width] for i in range(len(secret) - width + 1))
+        step = max(1, width // 2)  # any copy of width + step - 1 characters holds one
+        last = len(secret) - width
+        out.update(secret[i : i + width] for i in [*range(0, last + 1, step), last])
     return out
 
 
@@ -398,7 +403,7 @@ def _candidates(text: str) -> list[tuple[str, str]]:
     if pieces:
         out += [("in pieces", pieces), ("in reversed pieces", pieces[::-1])]
     decoded: list[str] = []
-    for token in _HEX.findall(text):
+    for token in _HEX.findall(text)[:_DECODED]:
         try:
             decoded.append(bytes.fromhex(token).decode("utf-8", "replace"))
         except ValueError:
@@ -406,7 +411,7 @@ def _candidates(text: str) -> list[tuple[str, str]]:
     if decoded:
         out.append(("hex-encoded", "\n".join(decoded)))
     decoded = []
-    for token in _RUNS.findall(text):
+    for token in _RUNS.findall(text)[:_DECODED]:
         data = decode_base64(token)
         if data is not None:
             decoded.append(data.decode("utf-8", "replace"))
