@@ -33,14 +33,18 @@ _ERRORS = frozenset(
 )
 
 
-def secret_removal_problem(before: str, after: str) -> str | None:
+def secret_removal_problem(before: str, after: str, secrets: list[str] | None = None) -> str | None:
     """None when ``after`` is ``before`` with secrets replaced by environment lookups or
-    placeholders (see the module docs); else why not, in a sentence fragment."""
+    placeholders (see the module docs); else why not, in a sentence fragment.
+
+    ``secrets``: the secret texts to look for (those on the lines the change removed, say);
+    by default every secret the detector finds in ``before``.
+    """
     try:
         old, new = ast.parse(before), ast.parse(after)
     except (SyntaxError, ValueError, RecursionError):
         return "it is not valid Python on both sides"
-    spans = _secret_spans(before)
+    spans = _secret_spans(before) if secrets is None else _occurrences(before, secrets)
     looked_up = _looked_up(new)
     if not spans and not any(isinstance(n, ast.Name) and n.id in looked_up for n in ast.walk(old)):
         return "the old version holds no hard-coded secret it replaces"
@@ -89,6 +93,16 @@ def _dump(node: ast.AST) -> str:
 
 def _secret_spans(text: str) -> list[tuple[int, int]]:
     return [(f.start, f.end) for f in find_secrets(text)]
+
+
+def _occurrences(text: str, secrets: list[str]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for secret in dict.fromkeys(s for s in secrets if s):
+        start = text.find(secret)
+        while start >= 0:
+            spans.append((start, start + len(secret)))
+            start = text.find(secret, start + 1)
+    return spans
 
 
 def _looked_up(module: ast.Module) -> set[str]:

@@ -8,7 +8,9 @@ from pydantic import Field, field_validator
 
 from .._evidence import Evidence, EvidenceGap
 from ..analysis._config import detect_format
+from ..analysis._memo import analysis_of
 from ..analysis._remediation import config_reference_problem, secret_removal_problem
+from ..analysis._secrets import UNSCANNED, find_secrets
 from ._base import Allowance, Claim, GlobFields, NetChange
 from ._constraints import globs_given
 from ._glob import matching
@@ -16,6 +18,18 @@ from ._glob import matching
 __all__ = ("AllowSecretRemoval",)
 
 _PYTHON = (".py", ".pyw")
+
+
+def removed_secrets(evidence: Evidence, path: str) -> list[str] | None:
+    """The secret texts on the lines the change at ``path`` removes (None: not known)."""
+    try:
+        removed = analysis_of(evidence).new_lines(path, removed=True)
+    except (EvidenceGap, ValueError):
+        return None
+    if removed is None:
+        return None
+    text = "\n".join(line for _, line in removed)
+    return [text[f.start : f.end] for f in find_secrets(text) if f.kind != UNSCANNED]
 
 
 class AllowSecretRemoval(Allowance):
@@ -73,7 +87,7 @@ class AllowSecretRemoval(Allowance):
             return Claim(False, f"{path}: its bytes were not captured")
         if before is None or after is None:
             return Claim(False, f"{path} is not text on both sides")
-        problem = secret_removal_problem(before, after)
+        problem = secret_removal_problem(before, after, removed_secrets(evidence, path))
         if problem is not None:
             return Claim(
                 False,
