@@ -350,3 +350,14 @@ def test_test_additions_keep_existing_code() -> None:
 def test_pytest_config_changes(path: str, before: str, after: str, found: str | None) -> None:
     reasons = collection_changes(path, before.encode(), after.encode())
     assert (not reasons) if found is None else any(found in r for r in reasons), reasons
+
+
+def test_bandit_findings_name_checks_not_contents() -> None:
+    from vsh_ai.analysis._python_bandit import bandit_findings
+
+    risky = "def test_x():\n    requests.get('https://h/?token=s3cr3t', verify=False)\n"
+    found = bandit_findings(risky)
+    assert ("B501", "request_with_no_cert_validation", 2) in found
+    assert "s3cr3t" not in repr(found)
+    assert bandit_findings("def test_x():\n    assert 1 + 1 == 2  # nosec\n") == ()
+    assert bandit_findings("def test_x(:\n")[0][0] == "error"  # fail closed

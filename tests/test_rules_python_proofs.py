@@ -382,3 +382,15 @@ async def test_rules_alone_prove_nothing_beyond_their_claims(evidence_for: Build
         evidence
     )
     assert verdict.decision != "approve"
+
+
+async def test_bandit_is_a_second_opinion_on_new_tests(evidence_for: Build) -> None:
+    added = (
+        "\n\nimport hashlib\n\n\ndef test_digest():\n"
+        "    assert hashlib.md5(b'x').hexdigest() == parse('a=1')['a']\n"
+    )
+    evidence = await run(evidence_for, append("tests/test_core.py", added))
+    found = claim(evidence, ADDITIONS, "tests/test_core.py")
+    assert not found.ok
+    assert "Bandit flags the new tests (B324 hashlib)" in found.reason
+    assert (await JUDGE.review(evidence)).decision == "review"

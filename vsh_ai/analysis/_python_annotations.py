@@ -92,6 +92,7 @@ class Proof:
 
     ok: bool
     reason: str
+    spans: tuple[tuple[int, int], ...] = ()  # lines (first, last) of new code, if any
 
 
 def _dotted(node: ast.AST) -> str:

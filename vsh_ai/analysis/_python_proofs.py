@@ -138,6 +138,7 @@ def test_additions(before: bytes | None, after: bytes) -> Proof:
     known = _imported_tops(old_tree)
     bound: set[str] = set().union(*(_bound(s) for s in old_stmts)) if old_stmts else set()
     added: list[str] = []
+    spans: list[tuple[int, int]] = []
     matcher = difflib.SequenceMatcher(None, old_dumps, new_dumps, autojunk=False)
     for tag, i1, _, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -158,9 +159,11 @@ def test_additions(before: bytes | None, after: bytes) -> Proof:
             bound |= names
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 added.append(stmt.name)
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                spans.append((first, stmt.end_lineno or stmt.lineno))
     if not added:
         return Proof(False, "no test function was added")
-    return Proof(True, f"only new tests with real checks ({', '.join(added[:5])})")
+    return Proof(True, f"only new tests with real checks ({', '.join(added[:5])})", tuple(spans))
 
 
 def _versions(tree: ast.Module) -> list[tuple[ast.Constant, str]]:

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator
 
 from .._evidence import Evidence, is_binary
 from ..analysis._python_annotations import Proof, annotation_only
+from ..analysis._python_bandit import bandit_findings
 from ..analysis._python_compare import line_diff
 from ..analysis._python_names import is_tooling_code
 from ..analysis._python_proofs import test_additions, version_bump
@@ -174,7 +175,8 @@ class AllowTestAdditions(_PythonProof):
     function (no decorator but harmless ``pytest.mark`` ones such as ``parametrize``)
     with an assert or ``pytest.raises`` that can fail, no skip, no swallowed failure
     and no redefined name, or an import (process, network or code-loading modules only
-    if the file imports them already). New test modules are claimed on the same terms.
+    if the file imports them already), and Bandit finds nothing of medium severity or
+    worse in the new functions. New test modules are claimed on the same terms.
     Files tools run on their own (``conftest.py``) are never claimed.
     """
 
@@ -192,7 +194,17 @@ class AllowTestAdditions(_PythonProof):
         return super().claim(evidence, change)
 
     def _prove(self, before: bytes | None, after: bytes) -> Proof:
-        return test_additions(before, after)
+        proof = test_additions(before, after)
+        if not proof.ok:
+            return proof
+        # Bandit as a second opinion on the new code only (its cost grows with its input).
+        lines = after.decode("utf-8", "replace").splitlines()
+        new_code = "\n".join("\n".join(lines[a - 1 : b]) for a, b in proof.spans) + "\n"
+        found = bandit_findings(new_code)
+        if found:
+            named = ", ".join(sorted({f"{test_id} {name}" for test_id, name, _ in found}))
+            return Proof(False, f"Bandit flags the new tests ({named})")
+        return proof
 
 
 class AllowVersionBump(_PythonProof):
