@@ -11,7 +11,6 @@ from ._config import ConfigInvariants
 from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
-from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -23,7 +22,6 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
-from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets
 from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
@@ -61,8 +59,6 @@ AnyRule = Annotated[
         IntentScope,
         AllowWorkflowEdits,
         WorkflowRisks,
-        IgnoreReincludes,
-        AllowPlaceholderTests,
     ],
     Field(discriminator="type"),
 ]
