@@ -31,11 +31,11 @@ _LOCK = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _manager() -> Any:
-    from bandit.core import config, manager  # type: ignore[import-untyped]
-
     logging.getLogger("bandit").setLevel(logging.CRITICAL)
     with warnings.catch_warnings():  # stevedore's deprecation notice while loading plugins
         warnings.simplefilter("ignore", DeprecationWarning)
+        from bandit.core import config, manager  # type: ignore[import-untyped]
+
         return manager.BanditManager(config.BanditConfig(), "file", ignore_nosec=True, quiet=True)
 
 
