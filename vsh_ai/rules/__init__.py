@@ -17,6 +17,7 @@ from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
 from ._glob import glob_matches
+from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -28,6 +29,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets, find_secret
 from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
@@ -40,6 +42,7 @@ __all__ = (
     "AllowDependencyUpdates",
     "AllowLocalRefactors",
     "AllowPaths",
+    "AllowPlaceholderTests",
     "AllowPythonAnnotations",
     "AllowPythonDocs",
     "AllowSecretRemoval",
@@ -59,6 +62,7 @@ __all__ = (
     "DependencyRisks",
     "ExactContent",
     "ForbiddenPatterns",
+    "IgnoreReincludes",
     "IntentScope",
     "KeepTestsCollected",
     "KeyConstraint",

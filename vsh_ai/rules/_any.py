@@ -11,6 +11,7 @@ from ._config import ConfigInvariants
 from ._config_values import ConfigValues
 from ._content import ExactContent, ForbiddenPatterns
 from ._deps import AllowDependencyUpdates, DependencyRisks
+from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
@@ -22,6 +23,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets
 from ._tests import KeepTestsCollected
 from ._workflows import WorkflowRisks
@@ -51,6 +53,7 @@ AnyRule = Annotated[
         AllowPythonDocs,
         PythonRisks,
         AllowSecretRemoval,
+        IgnoreReincludes,
         AllowPythonAnnotations,
         AllowTestAdditions,
         AllowVersionBump,
@@ -59,6 +62,7 @@ AnyRule = Annotated[
         IntentScope,
         AllowWorkflowEdits,
         WorkflowRisks,
+        AllowPlaceholderTests,
     ],
     Field(discriminator="type"),
 ]
