@@ -49,18 +49,19 @@ class AllowSecretRemoval(Allowance):
     """
 
     type: Literal["allow_secret_removal"] = "allow_secret_removal"
-    glob_fields: ClassVar[GlobFields] = (("paths", False),)
+    # Case-insensitive: the proof reads content, so APP/SETTINGS.PY is proven like settings.py.
+    glob_fields: ClassVar[GlobFields] = (("paths", True),)
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the Python files claimed.")
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(globs_given)
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
-        glob = matching(self.paths, change.path)
+        glob = matching(self.paths, change.path, ignore_case=True)
         config = detect_format(change.path) not in ("auto", "env")
         if glob is None or change.kind != "modify":
             return None
-        if not (change.path.endswith(_PYTHON) or config):
+        if not (change.path.lower().endswith(_PYTHON) or config):
             return None
         path = change.path
         if change.before is None or change.after is None:
