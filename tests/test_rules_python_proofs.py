@@ -394,3 +394,15 @@ async def test_bandit_is_a_second_opinion_on_new_tests(evidence_for: Build) -> N
     assert not found.ok
     assert "Bandit flags the new tests (B324 hashlib)" in found.reason
     assert (await JUDGE.review(evidence)).decision == "review"
+
+
+async def test_proofs_are_bounded_in_size(evidence_for: Build) -> None:
+    big = "".join(f"def f_{i}(a, b):\n    return a + {i}\n\n\n" for i in range(2000))
+    files = {**FILES, "src/pkg/big.py": big}
+    program = patch("src/pkg/big.py", "def f_1(a, b):", "def f_1(a: int, b: int) -> int:")
+    evidence = await run(evidence_for, program, files=files, intent="Add type hints to f_1.")
+    found = claim(evidence, ANNOTATIONS, "src/pkg/big.py")
+    assert not found.ok
+    assert "larger modules need a human" in found.reason
+    verdict = await JUDGE.review(evidence)
+    assert verdict.decision == "review"  # unproven, never a reject: too large to prove either way

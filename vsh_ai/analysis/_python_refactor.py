@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Set as AbstractSet
 
 from ._python_annotations import Proof
 from ._python_facts import CodeFact, _parse, _without_gc
@@ -63,7 +64,9 @@ def _ordered_children(node: ast.AST) -> list[ast.AST] | None:
     return None
 
 
-def _first_read(node: ast.AST, name: str, pure: set[str]) -> tuple[ast.AST, str] | None:
+def _first_read(
+    node: ast.AST, name: str, pure: tuple[AbstractSet[str], ...]
+) -> tuple[ast.AST, str] | None:
     """(parent, field) of the read of ``name`` if everything evaluated before it is pure.
 
     Pure: constants, and names ``E`` cannot rebind (the function's own locals, builtins,
@@ -78,7 +81,8 @@ def _first_read(node: ast.AST, name: str, pure: set[str]) -> tuple[ast.AST, str]
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(child)):
             return _first_read(child, name, pure)
         if not (
-            isinstance(child, ast.Constant) or (isinstance(child, ast.Name) and child.id in pure)
+            isinstance(child, ast.Constant)
+            or (isinstance(child, ast.Name) and any(child.id in names for names in pure))
         ):
             return None
     return None
@@ -130,7 +134,10 @@ def _function_names(function: ast.AST) -> tuple[dict[str, int], set[str], set[st
 
 
 def _inline_body(
-    body: list[ast.stmt], counts: dict[str, int], blocked: set[str], pure: set[str]
+    body: list[ast.stmt],
+    counts: dict[str, int],
+    blocked: set[str],
+    pure: tuple[AbstractSet[str], ...],
 ) -> bool:
     changed = False
     index = 0
@@ -145,7 +152,7 @@ def _inline_body(
             and target.id not in blocked
             and counts.get(target.id) == 2  # this store and one read
         ):
-            found = _first_read(following, target.id, pure - {target.id})
+            found = _first_read(following, target.id, pure)  # one read: never a prefix
             if found is not None:
                 parent, field = found
                 read = next(
@@ -190,14 +197,14 @@ def _stable_globals(tree: ast.Module) -> set[str]:
 
 def _normalise(tree: ast.Module) -> int:
     inlined = 0
-    stable = _stable_globals(tree) | _BUILTIN_NAMES
+    stable = _stable_globals(tree) | _BUILTIN_NAMES  # once per module, shared
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             counts, blocked, local = _function_names(node)
             if "*" in blocked:
                 continue
             before = sum(counts.values())
-            _inline_body(node.body, counts, blocked, local | stable)
+            _inline_body(node.body, counts, blocked, (local, stable))
             inlined += before - sum(counts.values())
     return inlined
 

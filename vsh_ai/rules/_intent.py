@@ -23,6 +23,7 @@ from ..analysis._python_annotations import annotation_only
 from ..analysis._python_names import is_python_source
 from ._base import Action, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
+from ._proofs import PROOF_MAX_BYTES
 from ._python_memo import memo_dump, memo_proof
 
 __all__ = ("IntentScope", "claimed_scope")
@@ -89,6 +90,8 @@ class IntentScope(Rule):
         if old is not None and old == new:
             return None  # comments, docstrings, layout: within every claim
         if "type hints" in claims:
+            if max(len(before), len(after)) > PROOF_MAX_BYTES:
+                return None  # too large to prove either way in bounded time: unproven
             proof = memo_proof(
                 evidence, "annotations", lambda: annotation_only(before, after), before, after
             )

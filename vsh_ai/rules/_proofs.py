@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..analysis._changes import NetChange
 
 __all__ = (
+    "PROOF_MAX_BYTES",
     "AllowLocalRefactors",
     "AllowPythonAnnotations",
     "AllowTestAdditions",
@@ -43,6 +44,9 @@ __all__ = (
 )
 
 _SHEBANG = b"#!"
+# The proofs walk both ASTs several times in pure Python: beyond this size a decision
+# could take longer than a second, so larger modules stay unproven (a review).
+PROOF_MAX_BYTES = 48 * 1024
 _WORD = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -83,6 +87,13 @@ class _PythonProof(Allowance):
             return Claim(False, f"{path} is not text")
         if _first_line(before or b"") != _first_line(after):
             return Claim(False, f"{path}: the shebang line changed")
+        size = max(len(before or b""), len(after))
+        if size > PROOF_MAX_BYTES:
+            return Claim(
+                False,
+                f"{path}: {size} bytes, over the {PROOF_MAX_BYTES} bytes these proofs read "
+                "(bounded time per decision); larger modules need a human",
+            )
         proof = self._prove_for(evidence, before, after)
         if not proof.ok:
             return Claim(False, f"{path}: not {self._what}: {proof.reason}")
