@@ -338,3 +338,35 @@ async def test_rule_sets_are_judged_on_the_loop_with_the_same_verdicts() -> None
     assert [(o.case_id, o.decided, o.reason) for o in inline.outcomes] == [
         (o.case_id, o.decided, o.reason) for o in wrapped.outcomes
     ]
+
+
+async def test_eval_guests_get_a_wall_clock_budget_a_loaded_box_cannot_exhaust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VSH's default 1 s is wall time: under load a few-ms guest can exceed it and the run
+    would fail for the machine. Every request the eval sends carries the eval budget."""
+    import vsh
+
+    from vsh_ai.evals._workspace import EVAL_MAX_DURATION_MS, Workspace
+
+    sent: list[vsh.RunRequest] = []
+    real = Workspace.request
+
+    def recording(code: str, intent: str | None, language: str) -> vsh.RunRequest:
+        request = real(code, intent, language)
+        sent.append(request)
+        return request
+
+    monkeypatch.setattr(Workspace, "request", staticmethod(recording))
+    result = await evaluate_suite(shared_suite(tmp_path), Recorder(), scratch=tmp_path)
+    assert result.run_failures == []
+    assert len(sent) == 4
+    default = vsh.ExecutionBudget()
+    assert default.max_duration_ms == 1000
+    for request in sent:
+        assert request.budget is not None
+        assert request.budget.max_duration_ms == EVAL_MAX_DURATION_MS >= 30 * 1000
+        # only the wall clock is relaxed: memory, OS calls and I/O keep VSH's limits
+        assert request.budget.max_memory_bytes == default.max_memory_bytes
+        assert request.budget.max_os_calls == default.max_os_calls
+        assert request.budget.max_write_bytes == default.max_write_bytes

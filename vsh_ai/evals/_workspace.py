@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 from ._suite import BinaryFile, EvalCase, Suite, SymlinkFile, TextFile
 
 if TYPE_CHECKING:
+    import vsh
+
     from .._evidence import Evidence
     from .._simulate import Simulation
     from ._mutants import Signature
 
 __all__ = (
+    "EVAL_MAX_DURATION_MS",
     "Snapshot",
     "Workspace",
     "before_key",
@@ -32,6 +35,10 @@ __all__ = (
 )
 
 _HOOK_ID = "vsh-ai.simulate"
+EVAL_MAX_DURATION_MS = 30_000
+"""Wall-clock limit of an eval guest. VSH's default (1 s) is wall time, so on a loaded box
+a guest that needs a few ms of CPU can exceed it and the run would fail for the machine,
+not the judge; evals score judges, so they allow 30x (VSH's other limits are unchanged)."""
 _PERMISSION = re.compile(r"PermissionError: \[Errno 13\] Permission denied: '([^'\n]+)'\s*$")
 
 Snapshot = dict[str, tuple[str, int, bytes]]
@@ -140,6 +147,13 @@ def diff_signature(evidence: Evidence) -> Signature:
     )
 
 
+@functools.cache
+def _eval_budget() -> vsh.ExecutionBudget:
+    import vsh
+
+    return vsh.ExecutionBudget(max_duration_ms=EVAL_MAX_DURATION_MS)
+
+
 @dataclass
 class Workspace:
     """One materialised before-state, reused by every run of the cases that share it.
@@ -205,10 +219,21 @@ class Workspace:
             )
         return self.runtimes[key]
 
-    def preview(self, code: str, intent: str | None, language: str) -> Simulation:
-        """Preview and prepare (never resolve: no host change), and take the hook evidence."""
+    @staticmethod
+    def request(code: str, intent: str | None, language: str) -> vsh.RunRequest:
+        """The preview request VSH gets: the eval budget (``EVAL_MAX_DURATION_MS``)."""
         import vsh
 
+        return vsh.RunRequest(
+            code,
+            language=vsh.Language.BASH if language == "bash" else vsh.Language.MONTY,
+            intent=intent,
+            mode=vsh.RunMode.PREVIEW,
+            budget=_eval_budget(),
+        )
+
+    def preview(self, code: str, intent: str | None, language: str) -> Simulation:
+        """Preview and prepare (never resolve: no host change), and take the hook evidence."""
         from .._evidence import Evidence
         from .._simulate import Simulation
 
@@ -216,13 +241,7 @@ class Workspace:
         slot = self.seen.get(key, 0)
         self.seen[key] = slot + 1
         runtime = self.runtime(language, slot)
-        request = vsh.RunRequest(
-            code,
-            language=vsh.Language.BASH if language == "bash" else vsh.Language.MONTY,
-            intent=intent,
-            mode=vsh.RunMode.PREVIEW,
-        )
-        receipt = runtime.preview(request)
+        receipt = runtime.preview(self.request(code, intent, language))
         evidence: Evidence | None = None
         if receipt.state in ("auto_approved", "pending_approval"):
             preparation = runtime.prepare_commit(receipt.transaction)
