@@ -45,6 +45,7 @@ class Checker:
         self.missing = missing
         self.checked: dict[str, tuple[bool, str]] = {}
         self.before_text = ""  # the old file's text: options documented there as comments
+        self.explain = True  # say what was proven (False: only failures need words)
 
     def _match(self, key: str) -> tuple[str, str, KeyConstraint] | None:
         """(pattern, matched key or ancestor, constraint).
@@ -103,7 +104,7 @@ class Checker:
         found = self._match(key)
         if found is None or found[1] != key:
             return None
-        constraint = found[2].model_copy(update={"may_add": True, "may_remove": True})
+        constraint = _relaxed(found[2])
         ok, text = self._value(key, before, after, constraint)
         return None if ok else text
 
@@ -113,7 +114,7 @@ class Checker:
     def _value(
         self, key: str, before: Any, after: Any, constraint: KeyConstraint
     ) -> tuple[bool, str]:
-        want = constraint.describe()
+        describe = constraint.describe  # only when a message needs it (hot for many keys)
         if before is self.missing and after is self.missing:
             return True, f"{key} unchanged"
         uncommented = False
@@ -123,11 +124,11 @@ class Checker:
             uncommented = True  # `# timeout_s = 30` documented it: setting it is a change
         if after is self.missing:
             if not constraint.may_remove:
-                return False, f"{key} was removed; keep it (it may only change as {want})"
+                return False, f"{key} was removed; keep it (it may only change as {describe()})"
             return True, f"{key} removed"
         value, error = self._coerce(after, constraint.type, constraint.unit)
         if error:
-            return False, f"{key} = {short(after)} is not {error}; it must be {want}"
+            return False, f"{key} = {short(after)} is not {error}; it must be {describe()}"
         old: Any = self.missing
         if before is not self.missing:
             old, old_error = self._coerce(before, constraint.type, constraint.unit)
@@ -135,9 +136,11 @@ class Checker:
                 old = self.missing
         problem = self._problem(value, old, constraint)
         if problem:
-            return False, f"{key} = {short(after)} {problem}; it must be {want}"
+            return False, f"{key} = {short(after)} {problem}; it must be {describe()}"
         how = "uncomments the documented option, " if uncommented else ""
-        return True, f"{key} {self._show(before)} -> {short(after)} ({how}{want})"
+        if not self.explain:
+            return True, ""
+        return True, f"{key} {self._show(before)} -> {short(after)} ({how}{describe()})"
 
     def _coerce(
         self, value: Any, kind: ConstraintType, unit: str | None = None
@@ -296,3 +299,18 @@ def _relative_problem(
                 f"{quantity(old, kind)} (at most {_num(factor)} times)"
             )
     return None
+
+
+_RELAXED: dict[int, tuple[KeyConstraint, KeyConstraint]] = {}
+
+
+def _relaxed(constraint: KeyConstraint) -> KeyConstraint:
+    """``constraint`` with additions and removals allowed (a bound on present values),
+    made once per constraint object (by identity: an enum table is not hashable)."""
+    known = _RELAXED.get(id(constraint))
+    if known is not None and known[0] is constraint:
+        return known[1]
+    relaxed = constraint.model_copy(update={"may_add": True, "may_remove": True})
+    if len(_RELAXED) < 4096:
+        _RELAXED[id(constraint)] = (constraint, relaxed)
+    return relaxed

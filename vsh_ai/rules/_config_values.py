@@ -114,7 +114,7 @@ class ConfigValues(Rule):
         after_bytes = evidence.after_bytes(path)
         if after_bytes is None:
             return
-        if self.tokens:
+        if self.tokens and before_bytes is not None:  # a new file is no proven edit anyway
             line = opaque_line(evidence, path, after_bytes)
             if line is not None:
                 out[self.action].append(
@@ -147,6 +147,9 @@ class ConfigValues(Rule):
         text = after_bytes.decode("utf-8", "replace")
         fmt = detect_format(path) if self.format == "auto" else self.format
         checker = Checker(self.limits, fmt, before, after, MISSING) if self.limits else None
+        if checker is not None:
+            checker.explain = False
+        commented = any(mark in text for mark in ("#", ";", "//", "!"))
         for change in changes:
             key, old, new = change.key, change.before, change.after
             if self.urls:
@@ -162,7 +165,7 @@ class ConfigValues(Rule):
                         f"{path}: {broken} (a documented limit); a human must decide this value."
                     )
                     continue
-            if self.comments and len(changes) <= _MAX_READ:
+            if self.comments and commented and len(changes) <= _MAX_READ:
                 context = key_context(text, key)
                 warning = comment_warning(context.comments, new, _size_of(key, new))
                 if warning:
