@@ -122,6 +122,42 @@ def test_help_explains_offline_default(capsys: pytest.CaptureFixture[str]) -> No
     assert "two-sided 95% interval" in flat
 
 
+def test_schema_judge_is_generated_once_per_sources_then_read_back(tmp_path: Path) -> None:
+    from vsh_ai._judge_files import schema
+
+    heavy = ["pydantic", "pydantic_ai", "vsh", "logfire", "vsh_ai.rules", "vsh_ai.analysis"]
+    code = (
+        "import sys, contextlib, io\n"
+        "from vsh_ai._cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    main(['schema', 'judge'])\n"
+        f"print(repr(out.getvalue()), sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "VSH_AI_CACHE_DIR": str(tmp_path / "cache")}
+
+    def once() -> tuple[str, list[str]]:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        )
+        text, _, imported = done.stdout.strip().rpartition(" [")
+        return ast.literal_eval(text), ast.literal_eval("[" + imported)
+
+    expected = json.dumps(schema(), indent=2, sort_keys=True) + "\n"
+    first, built = once()
+    assert first == expected
+    assert "vsh_ai.rules" in built  # generated from the models
+    [cached] = (tmp_path / "cache").iterdir()
+    again, imported = once()
+    assert again == expected
+    assert imported == []  # read back: no rule model, analyser or pydantic import
+    cached.write_text("stale")  # a different digest (any source edit) misses the cache
+    cached.rename(cached.with_name("judge-schema-0.json"))
+    third, rebuilt = once()
+    assert third == expected
+    assert "vsh_ai.rules" in rebuilt
+
+
 @pytest.mark.parametrize(
     ("argv", "allowed"),
     [

@@ -287,14 +287,12 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
 
 def _schema(args: argparse.Namespace, console: Console) -> int:
-    import json
-
     from rich.text import Text
 
     if args.kind == "judge":
-        from ._judge_files import schema
+        from ._schema_cache import judge_schema_text
 
-        text = json.dumps(schema(), indent=2, sort_keys=True) + "\n"
+        text = judge_schema_text()
     else:
         from .evals._suite import suite_json_schema
 

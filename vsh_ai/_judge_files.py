@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_ai.models import Model
 
 from ._hooks import Pipeline
 from .rules import AnyRule, OnUnproven, RuleSet
 from .rules._glob import check_globs
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
     from .llm import LLMCommitJudge
 
 __all__ = (
