@@ -410,13 +410,13 @@ async def test_a_checking_workflow_made_manual_is_rejected(evidence_for: Build, 
     assert "no longer runs on its own" in verdict.reason
 
 
-async def test_removed_or_refiltered_code_triggers_are_reviewed(evidence_for: Build) -> None:
+async def test_removed_or_refiltered_code_triggers(evidence_for: Build) -> None:
     path = ".github/workflows/security.yml"
     removed = await decide(
         evidence_for, patch("[push, pull_request]", "[push]", path), SECURITY, path
     )
-    assert removed.decision == "review"
-    assert "removes its pull_request trigger" in removed.reason
+    assert removed.decision == "reject", removed.reason  # a checking workflow: true reject
+    assert "checks no longer run on pull_request events" in removed.reason
     narrowed = await decide(
         evidence_for,
         patch(
@@ -432,7 +432,8 @@ async def test_removed_or_refiltered_code_triggers_are_reviewed(evidence_for: Bu
     assert "pull_request trigger" not in narrowed.reason  # `pull_request: {}` is no filter
     code_paths = patch("on: [push, pull_request]\n", 'on:\n  push:\n    paths: ["src/**"]\n', path)
     code = await decide(evidence_for, code_paths, SECURITY, path)
-    assert code.decision == "review", code.reason
+    assert code.decision == "reject", code.reason  # its pull_request trigger is gone too
+    assert "removes its pull_request trigger" in code.reason
 
 
 @pytest.mark.parametrize("paths", ['["docs/**"]', '["**.md", "README*"]', "[docs/**, '*.rst']"])
@@ -506,8 +507,10 @@ async def test_downloads_checked_or_never_run(evidence_for: Build) -> None:
     evidence = await evidence_for(
         {CI: WORKFLOW}, patch("      - run: pytest -q\n", "      - run: pytest -q\n" + kept)
     )
-    assert RISKS.check(evidence) is None
-    assert JUDGE.evaluate(evidence).decision == "review"  # a new step: unproven, not rejected
+    found = RISKS.check(evidence)  # a new download, never run: reviewed by name, not rejected
+    assert found is not None
+    assert found.decision == "review", found.reason
+    assert "downloads in a new script line" in found.reason
     verified = (
         "      - run: |\n          curl -fsSLo tool.sh https://x.example/tool.sh\n"
         '          echo "abc123  tool.sh" | sha256sum -c\n          bash tool.sh\n'

@@ -52,6 +52,7 @@ from ..analysis._workflows_exec import executions_added
 from ._base import GlobFields, Rule
 from ._glob import matching
 from ._paths import validate_globs
+from ._workflows_more import Finding, job_findings, matrix_findings, path_findings, pin_findings
 
 __all__ = ("WORKFLOW_FILES", "WorkflowRisks")
 
@@ -66,8 +67,6 @@ _HEAD_REFS = (
     "github.event.workflow_run.head",
 )
 
-Finding = tuple[Literal["reject", "review"], str]
-
 
 class WorkflowRisks(Rule):
     """Denials on the meaning of workflow changes (see the module docs)."""
@@ -78,7 +77,28 @@ class WorkflowRisks(Rule):
         default=WORKFLOW_FILES, description="Workflow files (matched in any case)."
     )
 
+    known_pins: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description=(
+            "Commit SHAs checked to be official releases, per action and version: "
+            '{ "actions/checkout" = { "v4.1.1" = "<40-hex sha>" } }. Other new SHA pins of '
+            "official actions are reviewed (a SHA already used for the same action is kept)."
+        ),
+    )
+
     _check_globs = field_validator("globs")(validate_globs)
+
+    @field_validator("known_pins")
+    @classmethod
+    def _check_pins(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for action, pins in value.items():
+            for version, sha in pins.items():
+                if re.fullmatch(r"[0-9a-fA-F]{40}", sha) is None:
+                    raise ValueError(
+                        f"known_pins.{action}.{version} = {sha!r} is not a 40-hex commit SHA; "
+                        "write the full SHA of the release's commit"
+                    )
+        return value
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         findings: list[Finding] = []
@@ -94,7 +114,7 @@ class WorkflowRisks(Rule):
                     findings.append(("review", f"{path} is a new workflow."))
                     paths.append(path)
                     continue
-            found = list(_findings(evidence, path))
+            found = list(_findings(evidence, path, self.known_pins))
             if found:
                 findings.extend(found)
                 paths.append(path)
@@ -116,7 +136,9 @@ class WorkflowRisks(Rule):
         return self.verdict(worst, shown + advice, paths=list(dict.fromkeys(paths)))
 
 
-def _findings(evidence: Evidence, path: str) -> Iterator[Finding]:
+def _findings(
+    evidence: Evidence, path: str, known_pins: Mapping[str, Mapping[str, str]]
+) -> Iterator[Finding]:
     try:
         before = workflow_side(evidence, path, "before")
     except ConfigSyntaxError:
@@ -140,11 +162,16 @@ def _findings(evidence: Evidence, path: str) -> Iterator[Finding]:
         yield from _removed(path, before, after)
         yield from _triggers(path, before, after)
         yield from _matrix_and_runners(path, before, after)
+        yield from matrix_findings(path, before, after)
+        yield from job_findings(path, before, after)
     elif evidence.before_bytes(path) is None:
         yield "review", f"{path} is a new workflow: new code that runs with the repository's token."
     yield from _target(path, before, after)
     yield from _actions(path, before, after)
     yield from _scripts(path, before, after)
+    yield from path_findings(path, before, after)
+    text = (evidence.after_bytes(path) or b"").decode("utf-8", "replace")
+    yield from pin_findings(path, before, after, text, known_pins)
     for run in executions_added(before, after):
         if run.verified:
             yield (
@@ -195,6 +222,21 @@ def _triggers(path: str, before: Workflow, after: Workflow) -> Iterator[Finding]
         )
         return
     for event in _CODE_EVENTS:
+        if (
+            event == "pull_request"
+            and event in old
+            and event not in new
+            and "pull_request_target" not in new
+            and runs_checks(before)
+        ):
+            yield (
+                "reject",
+                (
+                    f"{path} removes its pull_request trigger, so its checks no longer run "
+                    "on pull_request events (pull requests from forks are never checked)."
+                ),
+            )
+            continue
         if event in old and event not in new:
             yield (
                 "review",
@@ -304,12 +346,22 @@ def _actions(path: str, before: Workflow | None, after: Workflow) -> Iterator[Fi
                     ),
                 )
                 continue
+        old_names = {a.name for t in old_uses if (a := parse_action(t)) is not None}
+        if action.path and action.name not in old_names:
+            yield (
+                "review",
+                (
+                    f"{path} runs {action.name}, the action in a sub-folder of "
+                    f"{action.owner}/{action.repo}, not {action.owner}/{action.repo} itself."
+                ),
+            )
+            continue
         if action.is_sha:
-            if action.owner.lower() not in _OFFICIAL and name in used:
+            if action.owner.lower() not in _OFFICIAL:
                 yield (
                     "review",
                     (
-                        f"{path} moves the third-party action {action.owner}/{action.repo} to "
+                        f"{path} uses the third-party action {action.owner}/{action.repo} at "
                         f"commit {action.ref[:12]}; a human checks another owner's code."
                     ),
                 )

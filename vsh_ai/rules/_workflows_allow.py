@@ -37,6 +37,7 @@ from ._base import Allowance, Claim, GlobFields
 from ._glob import matching
 from ._paths import validate_globs
 from ._workflows import WORKFLOW_FILES
+from ._workflows_more import cache_home
 
 __all__ = ("AllowWorkflowEdits",)
 
@@ -44,6 +45,8 @@ _PYTHON_KEYS = frozenset(
     {"python", "python-version", "python_version", "python-versions", "py", "pyver"}
 )
 _PYTHON = re.compile(r"(3\.[0-9]{1,2}(\.[0-9]+)?(-dev)?|pypy-?3\.[0-9]{1,2})")
+_LABEL_KEYS = frozenset({"name", "label", "display-name", "display_name", "title"})
+_LABEL = re.compile(r"[A-Za-z0-9 ._()+-]{1,60}")
 _CACHE_ACTION = re.compile(r"^actions/cache(/restore|/save)?$")
 _SETUP_ACTION = re.compile(r"^(actions/setup-[a-z]+|astral-sh/setup-uv)$")
 _SETUP_CACHE_KEYS = frozenset(
@@ -107,6 +110,8 @@ def _safe_text(text: str, *, path: bool = False) -> bool:
                 return False
             if line.lstrip("!").startswith("/") or ".." in line.split("/"):
                 return False
+            if line.startswith("~") and not cache_home(line):
+                return False  # a tool's whole home folder holds credential files
         elif _LITERAL.fullmatch(line) is None:
             return False
     return True
@@ -289,6 +294,8 @@ class _Compare:
                 self._problem(where, f"adds {version!r}, not a new Python version string")
                 return
             for key, value in entry.items():
+                if key in _LABEL_KEYS and isinstance(value, str) and _LABEL.fullmatch(value):
+                    continue  # a display name only (no shell or expression syntax)
                 if key != keys[0] and not any(
                     typed_equal(value, v) for v in seen.get(str(key), ())
                 ):
