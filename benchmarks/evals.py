@@ -5,7 +5,8 @@ and, in process, a slow (200 ms) model judge at 16-way.
 Run: .venv/bin/python benchmarks/evals.py [--baseline DIR] [--tree DIR] [--rounds N] [--no-model]
 Every command runs as its own `python -m vsh_ai` process (imports included), `--rounds`
 times (default 3), the median reported with its CPU time (user + system, children
-included). `--baseline DIR` runs each command from another checkout too (`PYTHONPATH=DIR`,
+included), after one warm-up run that is not counted (bytecode, the schema cache).
+`--baseline DIR` runs each command from another checkout too (`PYTHONPATH=DIR`,
 e.g. `git worktree add /tmp/old HEAD~5`), interleaved round by round, and prints the ratio
 new / old: on a busy machine wall times move together, the ratio much less. Targets:
 `eval` >= 100 cases/s, `eval --mutants` >= 200 runs/s, `--version` <= 0.3 s, `suites`,
@@ -43,6 +44,8 @@ LIGHT: list[tuple[str, list[str], float]] = [
 def run_cli(argv: list[str], tree: Path) -> tuple[float, float, dict[str, Any] | None]:
     """(wall s, CPU s, the --json report if one was asked for) of one `python -m vsh_ai`."""
     env = {**os.environ, "PYTHONPATH": str(tree), "LOGFIRE_IGNORE_NO_CONFIG": "1"}
+    # bytecode is cached as on any install (with it off, every edited module recompiles)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "r.json"
         args = [*argv, "--json", str(report)] if argv[0] == "eval" else argv
@@ -76,6 +79,8 @@ def measure(argv: list[str], trees: list[Path], rounds: int) -> list[tuple[float
     walls: list[list[float]] = [[] for _ in trees]
     cpus: list[list[float]] = [[] for _ in trees]
     runs = [0 for _ in trees]
+    for tree in trees:  # warm-up, not counted: bytecode and the schema cache get written
+        run_cli(argv, tree)
     for _ in range(rounds):
         for index, tree in enumerate(trees):
             wall, cpu, report = run_cli(argv, tree)
