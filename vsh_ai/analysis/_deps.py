@@ -39,7 +39,7 @@ from ._deps_compare import (
     lock_mismatches,
 )
 from ._deps_files import file_kind, parse_dependency_file
-from ._deps_integrity import Finding, lock_resolution, requirement_hashes
+from ._deps_integrity import Finding, hash_owners, lock_resolution, requirement_hashes
 from ._deps_intervals import Relation
 from ._deps_model import (
     LOCK_KINDS,
@@ -89,6 +89,7 @@ __all__ = (
     "compare_manifests",
     "file_kind",
     "floor_major",
+    "hash_owners",
     "is_newer",
     "lock_entry_for",
     "lock_mismatches",

@@ -16,6 +16,7 @@ from ._deps_model import _NPM_OVERRIDES, Dependency, LockEntry, Manifest, marker
 from ._deps_ranges import (
     Ecosystem,
     below_major,
+    ceiling_widened,
     floor_major,
     is_newer,
     major_of,
@@ -148,7 +149,29 @@ class DependencyChange:
             return "now admits versions older than any the old range admitted"
         if relation.ceiling_dropped:
             return "no longer has an upper bound"
+        if (widened := self.ceiling_widened) is not None:
+            return (
+                f"now admits versions up to {widened[1]} where the old range stopped below "
+                f"{widened[0]}: its upper bound rises further above its floor than before"
+            )
         return ""
+
+    @property
+    def non_index(self) -> tuple[str, ...]:
+        """Version forms the public index never serves that the new spec gains: local labels
+        (``==42.0.8+shop1``, npm build metadata ``1.2.3+build``) and PEP 440's arbitrary
+        equality (``===``), which matches a version string no index release has."""
+        if self.after is None or self.after.source is not None:
+            return ()
+        before = non_index_forms(self.ecosystem, self.before.spec) if self.before else set()
+        return tuple(sorted(non_index_forms(self.ecosystem, self.after.spec) - before))
+
+    @property
+    def ceiling_widened(self) -> tuple[str, str] | None:
+        """(old, new) upper bound when the range widens upward (see :func:`ceiling_widened`)."""
+        if self.before is None or self.after is None or self.relation is None:
+            return None
+        return ceiling_widened(self.ecosystem, self.after.spec, self.before.spec)
 
     @property
     def loosened(self) -> bool:
@@ -217,6 +240,8 @@ class DependencyChange:
             problems.append(f"{where} drops its --hash values")
         elif self.hashes == "added":
             problems.append(f"{where} gains --hash values it did not have")
+        if self.non_index:
+            problems.append(f"{where} names {', '.join(self.non_index)}, not an index release")
         if self.old_pin is None and narrowing:
             problems.extend(self._narrowing_problems(where, allow_major=allow_major))
         elif self.old_pin is None:
@@ -253,9 +278,22 @@ def _narrowing(change: DependencyChange, where: str, *, allow_major: bool) -> li
         return []
     if relation.floor != "higher" or relation.ceiling_dropped:
         return [f"{where}: {old} -> {new} does not move to newer versions only"]
+    if change.ceiling_widened is not None:
+        return [f"{where}: {old} -> {new} raises the upper bound further than the floor"]
     if not allow_major and not below_major(change.ecosystem, change.after.spec, low_old or 0):
         return [f"{where}: {old} -> {new} admits versions of a higher major"]
     return []
+
+
+_LOCAL_LABEL = re.compile(r"\+[0-9A-Za-z][0-9A-Za-z.\-_]*")
+
+
+def non_index_forms(ecosystem: Ecosystem, spec: str) -> set[str]:
+    """The local labels (``+shop1``) in ``spec`` or a version, and ``===`` (PEP 440)."""
+    found = {m.group(0) for m in _LOCAL_LABEL.finditer(spec)} if "+" in spec else set()
+    if ecosystem == "pypi" and "===" in spec:
+        found.add("arbitrary equality (===)")
+    return found
 
 
 @dataclass(frozen=True, slots=True)

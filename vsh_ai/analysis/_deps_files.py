@@ -81,6 +81,7 @@ def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) 
             continue
         hashes: list[str] = []
         artifacts: list[str] = []
+        file_hashes: list[tuple[str, str]] = []
         for blob in [entry.get("sdist"), *(entry.get("wheels") or []), *(entry.get("files") or [])]:
             if isinstance(blob, dict):
                 if blob.get("hash"):
@@ -88,6 +89,8 @@ def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) 
                 where = blob.get("url") or blob.get("file") or blob.get("path")
                 if where:
                     artifacts.append(str(where))
+                    if blob.get("hash"):
+                        file_hashes.append((str(where), str(blob["hash"])))
         other = {
             k: v
             for k, v in entry.items()
@@ -108,6 +111,7 @@ def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) 
             False,
             _source_text(other),
             tuple(sorted(artifacts)),
+            tuple(sorted(file_hashes)),
         )
     data.pop(
         "metadata", None

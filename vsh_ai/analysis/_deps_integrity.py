@@ -10,6 +10,7 @@ a new hash is never "verified", only checked for consistency with the version it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Literal
 from urllib.parse import unquote, urlsplit
@@ -22,12 +23,83 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ._deps_compare import DependencyChange, LockChange
-from ._deps_model import LockEntry
+from ._deps_compare import DependencyChange, LockChange, non_index_forms
+from ._deps_model import LockEntry, Manifest
 from ._deps_ranges import Ecosystem
 
 Severity = Literal["reject", "review"]
 Finding = tuple[Severity, str]
+# Hash algorithms by strength (SRI and pip spellings); unknown names rank as the weakest.
+_STRENGTH = {"md5": 0, "sha1": 1, "sha224": 2, "sha256": 3, "sha384": 4, "sha512": 5}
+# hash -> {the artifact it is recorded for: the lock key that records it}
+HashOwners = Mapping[str, Mapping[tuple[str, ...], str]]
+
+
+def _identity(ecosystem: Ecosystem, entry: LockEntry) -> tuple[str, ...]:
+    """The artifact an entry's hashes are for: npm's tarball URL (an alias or a nested copy
+    of the same tarball shares it), else the package and version."""
+    if ecosystem == "npm" and entry.artifacts:
+        return entry.artifacts
+    return (entry.name.lower(), entry.version or "")
+
+
+def hash_owners(lock: Manifest) -> dict[str, dict[tuple[str, ...], str]]:
+    """Which artifacts each hash in ``lock`` is recorded for (one pass over the entries)."""
+    owners: dict[str, dict[tuple[str, ...], str]] = {}
+    for key, entry in lock.locked.items():
+        if key in ("", "<project>"):
+            continue
+        identity = _identity(lock.ecosystem, entry)
+        for digest in entry.integrity:
+            owners.setdefault(digest, {}).setdefault(identity, key)
+    return owners
+
+
+def _strongest(digests: set[str]) -> tuple[int, str]:
+    return max(
+        ((_STRENGTH.get(_algorithm(d), -1), _algorithm(d)) for d in digests), default=(-1, "")
+    )
+
+
+def _borrowed(
+    change: LockChange, ecosystem: Ecosystem, owners: HashOwners | None
+) -> Finding | None:
+    """A new hash that the same lock records for another artifact (a hash names one file)."""
+    before, after = change.before, change.after
+    if owners is None or after is None:
+        return None
+    mine = _identity(ecosystem, after)
+    for digest in sorted(set(after.integrity) - set(before.integrity if before else ())):
+        others = [key for identity, key in owners.get(digest, {}).items() if identity != mine]
+        if others:
+            return (
+                "reject",
+                f"records the hash that lock entry {others[0]} has for another artifact "
+                f"({_algorithm(digest) or 'hash'} {digest[:24]}...)",
+            )
+    return None
+
+
+def _weaker(old: set[str], new: set[str], what: str) -> Finding | None:
+    """The new hashes' strongest algorithm is weaker than the old ones' (sha512 -> sha1)."""
+    if not old or not new:
+        return None
+    (old_rank, old_name), (new_rank, new_name) = _strongest(old), _strongest(new)
+    if new_rank >= old_rank:
+        return None
+    return (
+        "review",
+        f"moves its {what} from {old_name} to {new_name or 'an unknown algorithm'}, a weaker check",
+    )
+
+
+def _refiled(before: LockEntry, after: LockEntry) -> str | None:
+    """A file a Python lock keeps under the same name with another hash."""
+    old = dict(before.file_hashes)
+    for file, digest in after.file_hashes:
+        if file in old and old[file] != digest:
+            return file
+    return None
 
 
 def _algorithm(digest: str) -> str:
@@ -75,6 +147,13 @@ def _npm_tarball(url: str, name: str, version: str) -> tuple[bool, bool] | None:
     )
 
 
+def _unaliased(key: str, name: str) -> bool:
+    """A package-lock entry (``node_modules/<name>``) whose recorded name is its folder's: an
+    alias (``npm:other@1``) records the installed package's name apart (``"name": "other"``)."""
+    _, found, last = key.rpartition("node_modules/")
+    return bool(found) and last == name
+
+
 def _python_file_version(location: str) -> Version | None:
     file = PurePosixPath(unquote(urlsplit(location).path) or location).name
     try:
@@ -96,15 +175,42 @@ def _same_version(ecosystem: Ecosystem, a: LockEntry, b: LockEntry) -> bool:
         return a.version == b.version
 
 
-def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
-    """What changed in where a lock entry's files come from and what they hash to."""
+def lock_resolution(
+    change: LockChange, ecosystem: Ecosystem, owners: HashOwners | None = None
+) -> list[Finding]:
+    """What changed in where a lock entry's files come from and what they hash to.
+
+    ``owners`` (:func:`hash_owners` of the new lock) lets a new hash that the lock records
+    for another artifact be rejected: one hash names one file.
+    """
     before, after = change.before, change.after
-    if before is None or after is None or change.key in ("", "<project>"):
+    if change.key in ("", "<project>"):
         return []
-    found: list[Finding] = []
+    borrowed = _borrowed(change, ecosystem, owners)
+    found: list[Finding] = [borrowed] if borrowed is not None else []
+    if before is None or after is None:
+        return found
+    gained = non_index_forms(ecosystem, after.version or "") - non_index_forms(
+        ecosystem, before.version or ""
+    )
+    if gained:
+        found.append(
+            (
+                "review",
+                f"moves to {after.version}, a local version ({', '.join(sorted(gained))}) "
+                "that the public index does not serve",
+            )
+        )
     if _same_version(ecosystem, before, after):
         label = "integrity hashes" if ecosystem == "npm" else "file hashes"
         hashed = _hash_change(set(before.integrity), set(after.integrity), label)
+        refiled = _refiled(before, after)
+        if refiled is not None:
+            hashed = (
+                "reject",
+                f"keeps version {after.version} but the file hash of {refiled} changes: "
+                "a different artifact under the same file name",
+            )
         if hashed is not None:
             found.append(hashed)
         if before.artifacts != after.artifacts and not change.source_change:
@@ -129,12 +235,27 @@ def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
         found.append(
             ("reject", f"moves to {after.version} but keeps the integrity hash of {before.version}")
         )
+    weaker = _weaker(
+        set(before.integrity),
+        set(after.integrity),
+        "integrity hash" if ecosystem == "npm" else "file hashes",
+    )
+    if weaker is not None:
+        found.append(weaker)
     for artifact in after.artifacts:
         if ecosystem == "npm":
             names = _npm_tarball(artifact, after.name, after.version)
             if names is not None and not names[1]:
                 found.append(
                     ("reject", f"records version {after.version} but its tarball is {artifact}")
+                )
+            elif names is not None and not names[0] and _unaliased(change.key, after.name):
+                found.append(
+                    (
+                        "reject",
+                        f"records the package {after.name} but its tarball is another "
+                        f"package's ({artifact}), and the entry declares no alias",
+                    )
                 )
             elif names is not None and not names[0]:  # an alias (npm:other@1.2.3), or not
                 found.append(("review", f"resolves to the tarball of another name ({artifact})"))
@@ -159,10 +280,10 @@ def lock_resolution(change: LockChange, ecosystem: Ecosystem) -> list[Finding]:
 def requirement_hashes(change: DependencyChange) -> Finding | None:
     """A requirement whose version stays while its ``--hash`` values change."""
     before, after = change.before, change.after
-    if before is None or after is None or before.spec != after.spec:
-        return None
-    if before.source != after.source or not after.hashes:
+    if before is None or after is None or before.source != after.source or not after.hashes:
         return None
     old = {h.partition("=")[2] or h for h in before.hashes}
     new = {h.partition("=")[2] or h for h in after.hashes}
+    if before.spec != after.spec:
+        return _weaker(old, new, "--hash values")
     return _hash_change(old, new, "--hash values")

@@ -104,6 +104,8 @@ class LockEntry:
     # Where the files come from, exactly: npm's ``resolved`` URL (with its ``#commit``),
     # the sdist/wheel URLs or file names of a Python lock, yarn/pnpm tarballs and commits.
     artifacts: tuple[str, ...] = ()
+    # (file, hash) pairs of a Python lock (poetry/uv): which file each hash is for.
+    file_hashes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,3 +206,51 @@ def major_of(ecosystem: Ecosystem, version: str) -> int | None:
         return Version(version).release[0]
     except (InvalidVersion, ValueError, TypeError, IndexError):
         return None
+
+
+def _release_of(ecosystem: Ecosystem, key: Any) -> tuple[int, ...] | None:
+    """The release numbers of an interval bound's key (None: another PEP 440 epoch)."""
+    if ecosystem == "npm":
+        return (int(key[0]), int(key[1]), int(key[2]))
+    return None if key[0] != 0 else tuple(key[1])
+
+
+def _padded(release: tuple[int, ...], width: int) -> tuple[int, ...]:
+    return (*release, *(0,) * (width - len(release)))
+
+
+def ceiling_widened(ecosystem: Ecosystem, new: str, old: str) -> tuple[str, str] | None:
+    """(old ceiling, new ceiling) when ``new``'s upper bound rises further above its floor
+    than ``old``'s did above its own: ``~18.2.0`` (below 18.3) -> ``^18.2.1`` (below 19),
+    ``~=0.27.0`` -> ``~=0.27``, ``>=2.0.7,<3`` -> ``>=2.2.2,<4``. A same-width move
+    (``~4.18.2`` -> ``~4.19.2``, ``~=2.31.0`` -> ``~=2.32.0``) and an unchanged ceiling
+    are None, and so are ranges unbounded above (a dropped ceiling is its own finding)
+    or not intervals. The span is measured where the old bounds first differ: below
+    4.19 from 4.18.2 is one minor, so the new ceiling may sit one minor above its floor.
+    """
+    a, b = _intervals(ecosystem, new), _intervals(ecosystem, old)
+    if not a or not b or any(i[2] is None for i in a) or any(i[2] is None for i in b):
+        return None
+    new_high = _release_of(ecosystem, max(i[2] for i in a))
+    old_high = _release_of(ecosystem, max(i[2] for i in b))
+    if new_high is None or old_high is None:
+        return None
+    width = max(len(new_high), len(old_high), 3)
+    new_high, old_high = _padded(new_high, width), _padded(old_high, width)
+    if new_high <= old_high:
+        return None
+    shown = (".".join(map(str, old_high)), ".".join(map(str, new_high)))
+    if any(i[0] is None for i in a) or any(i[0] is None for i in b):
+        return shown  # no floor to measure a span from: a higher ceiling is wider
+    old_low = _release_of(ecosystem, min(i[0] for i in b))
+    new_low = _release_of(ecosystem, min(i[0] for i in a))
+    if old_low is None or new_low is None:
+        return shown
+    width = max(width, len(old_low), len(new_low))
+    old_low, new_low = _padded(old_low, width), _padded(new_low, width)
+    old_high, new_high = _padded(old_high, width), _padded(new_high, width)
+    at = next((k for k in range(width) if old_low[k] != old_high[k]), None)
+    if at is None:
+        return shown  # the old range spanned no release at all
+    limit = (*new_low[:at], new_low[at] + old_high[at] - old_low[at], *old_high[at + 1 :])
+    return shown if new_high > limit else None

@@ -26,6 +26,7 @@ from ..analysis._deps import (
     compare_locks,
     compare_manifests,
     file_kind,
+    hash_owners,
     lock_entry_for,
     lock_mismatches,
     lock_resolution,
@@ -192,6 +193,7 @@ class AllowDependencyUpdates(Allowance):
             if m is not None
         ]
         changed_roots = _dep_changes(before, after)  # the lock's copy of the manifest
+        owners = hash_owners(after)
         for dep in changed_roots:
             if not self._allowed_name(dep.name):
                 problems.append(f"{dep.name} is not among the packages this allowance covers")
@@ -212,7 +214,7 @@ class AllowDependencyUpdates(Allowance):
             problems.extend(entry.problems(after.ecosystem, allow_major=self.allow_major))
             problems.extend(
                 f"lock entry {entry.key} {phrase}"
-                for _, phrase in lock_resolution(entry, after.ecosystem)
+                for _, phrase in lock_resolution(entry, after.ecosystem, owners)
             )
         moved = {c.name for c in compare_locks(before, after)} | {d.name for d in changed_roots}
         for manifest in manifests:

@@ -18,6 +18,7 @@ from ..analysis._deps import (
     compare_locks,
     compare_manifests,
     floor_major,
+    hash_owners,
     is_newer,
     lock_resolution,
     major_of,
@@ -143,6 +144,7 @@ class DependencyRisks(Rule):
             # yarn Berry's checksums depend on its cache settings: when __metadata changes,
             # every checksum may change with the same files (a person decides, no reject).
             rehashed = after.kind == "yarn.lock" and before.rest != after.rest
+            owners = hash_owners(after)
             for entry in compare_locks(before, after):
                 if entry.after is None or entry.key in ("", "<project>"):
                     continue
@@ -169,7 +171,7 @@ class DependencyRisks(Rule):
                     and not entry.after.integrity
                 ):
                     flag(self.action, f"lock entry {entry.key} drops its integrity hash")
-                for severity, phrase in lock_resolution(entry, after.ecosystem):
+                for severity, phrase in lock_resolution(entry, after.ecosystem, owners):
                     if rehashed and severity == "reject" and "integrity" in phrase:
                         severity = "review"
                         phrase += " while the lock's cache settings (__metadata) change"
@@ -230,6 +232,12 @@ class DependencyRisks(Rule):
             flag(
                 self.action,
                 f"{name} now installs from {dep.after.source}; use the default index",
+            )
+        if dep.non_index:
+            flag(
+                "review",
+                f"{name} now names {', '.join(dep.non_index)} ({dep.after.spec}): not a release "
+                "of the public index but a local build or another index's; a person checks it",
             )
         if dep.disabled:
             flag(
@@ -295,6 +303,8 @@ class DependencyRisks(Rule):
             advice = (
                 "keep an exact pin"
                 if dep.old_pin is not None
+                else "keep the upper bound as close above the floor as before"
+                if dep.ceiling_widened is not None
                 else "keep the lower bound at or above the old one and an upper bound"
             )
             flag(
