@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import hmac
 import os
@@ -55,7 +54,6 @@ __all__ = (
     "JournalConflict",
     "JournalEntry",
     "JournalUnavailable",
-    "LockBusy",
     "Phase",
     "RecordedDecision",
 )
@@ -67,7 +65,6 @@ RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 
 _KEY_SHOWN = 120
 _WRITTEN_KEPT = 256
-_LOCK = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _RECORD_FIX = "check VSH's state of the call's transaction by hand, then delete the record"
 
@@ -91,10 +88,6 @@ class JournalConflict(VshApprovalError):
         )
         self.key = key
         self.path = path
-
-
-class LockBusy(Exception):
-    """Another process holds the journal's lock (``wait=False``): try again, waiting."""
 
 
 class AlreadyDone(Exception):
@@ -186,14 +179,10 @@ class CommitJournal(SignedRecords):
                 raise
             raise JournalUnavailable(str(error)) from None
 
-    def _record(
-        self, entry: JournalEntry, *, durable: bool, done_wins: bool, wait: bool = True
-    ) -> JournalEntry:
+    def _record(self, entry: JournalEntry, *, durable: bool, done_wins: bool) -> JournalEntry:
         """Under the lock: write ``entry`` as the key's newest record, unless the call is
-        already done (``done_wins``: return that record; else raise :class:`AlreadyDone`).
-        ``wait=False``: raise :class:`LockBusy` at once if another process holds the lock."""
-        lock = self._locked() if wait else self._locked_now()
-        with self._unavailable("write"), lock:
+        already done (``done_wins``: return that record; else raise :class:`AlreadyDone`)."""
+        with self._unavailable("write"), self._locked():
             recorded = self._last_written(entry.key, entry.args_digest)
             if recorded is None:
                 recorded = self.load(entry.key, entry.args_digest)
@@ -217,28 +206,6 @@ class CommitJournal(SignedRecords):
             while len(self._written) > _WRITTEN_KEPT:
                 self._written.popitem(last=False)
             return entry
-
-    @contextlib.contextmanager
-    def _locked_now(self) -> Iterator[None]:
-        """The folder's lock if it is free right now, else :class:`LockBusy` (never waits)."""
-        path = self.directory / ".lock"
-        try:
-            fd = os.open(path, _LOCK, 0o600)
-        except FileNotFoundError:
-            raise LockBusy from None  # the first write creates the folder (waiting path)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise StateFileError(path, f"{path} is not a regular file; remove it")
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise LockBusy from None
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
 
     def _last_written(self, key: str, digest: str) -> JournalEntry | None:
         """The record this process last wrote for ``key``, if both copies still hold exactly
@@ -302,14 +269,7 @@ class CommitJournal(SignedRecords):
         return self._record(entry, durable=True, done_wins=False)
 
     def judging(
-        self,
-        *,
-        key: str,
-        tool_name: str,
-        digest: str,
-        transaction: str,
-        attempt: int = 0,
-        wait: bool = True,
+        self, *, key: str, tool_name: str, digest: str, transaction: str, attempt: int = 0
     ) -> JournalEntry:
         """Record that ``transaction`` went to the judge (VSH holds it durably meanwhile).
 
@@ -327,11 +287,9 @@ class CommitJournal(SignedRecords):
             attempt=attempt,
             created_unix_ms=now_ms(),
         )
-        return self._record(entry, durable=False, done_wins=False, wait=wait)
+        return self._record(entry, durable=False, done_wins=False)
 
-    def finish(
-        self, *, key: str, tool_name: str, digest: str, result: VshResult, wait: bool = True
-    ) -> JournalEntry:
+    def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
         """Record the call's final result; a replay returns it as is. Returns the
         recorded entry: a result another process recorded first is kept, not replaced.
 
@@ -347,7 +305,7 @@ class CommitJournal(SignedRecords):
             result=result,
             created_unix_ms=now_ms(),
         )
-        return self._record(entry, durable=False, done_wins=True, wait=wait)
+        return self._record(entry, durable=False, done_wins=True)
 
     def prune(self, older_than_s: float) -> int:
         """Delete records older than ``older_than_s`` seconds; returns how many.

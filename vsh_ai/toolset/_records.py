@@ -7,35 +7,17 @@ second run); anything else runs again. See :mod:`vsh_ai.toolset._journal`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
 import anyio
 import vsh
 
 from ._driver import WorkspaceDriver
-from ._journal import (
-    CommitJournal,
-    CurrentCall,
-    JournalEntry,
-    JournalUnavailable,
-    LockBusy,
-    RecordedDecision,
-)
+from ._journal import CommitJournal, CurrentCall, JournalEntry, JournalUnavailable, RecordedDecision
 from ._render import Outcome, render
 from ._result import OutputLimits, VshResult
 
 __all__ = ("CallRecords",)
-
-
-async def _without_waiting(write: Callable[..., JournalEntry]) -> JournalEntry:
-    """A journal write that is not fsynced, here on the event loop when the journal's lock
-    is free (a few small page-cache writes: cheaper than a hop to a worker thread and
-    back), else in a worker thread that waits for the lock."""
-    try:
-        return write(wait=False)
-    except LockBusy:
-        return await anyio.to_thread.run_sync(write)
 
 
 def _recorded(verdict: str | None) -> RecordedDecision | None:
@@ -124,7 +106,7 @@ class CallRecords:
         # Not recording the outcome costs only a look at VSH's state on a replay (the
         # prepared record stays): the result the agent gets stays true.
         try:
-            recorded = await _without_waiting(finish)
+            recorded = await anyio.to_thread.run_sync(finish)
         except JournalUnavailable:
             return result
         return recorded.result or result
@@ -178,4 +160,4 @@ class CallRecords:
             transaction=transaction,
             attempt=call.attempt,
         )
-        await _without_waiting(mark)
+        await anyio.to_thread.run_sync(mark)
