@@ -130,10 +130,15 @@ def detect_format(path: str) -> ConfigFormat:
     return _SUFFIXES.get(name[dot:], "auto") if dot > 0 or name == ".env" else "auto"
 
 
-_PARSED: OrderedDict[tuple[bytes, str], Any] = OrderedDict()
+_PARSED: OrderedDict[tuple[bytes, str], tuple[Any, int]] = OrderedDict()
 _PARSED_LOCK = Lock()
-_CACHE_ENTRIES = 4096
+# Enough entries that every file of a large change stays parsed while each rule reads it
+# (several rules read the same files: a smaller cache re-parses them all per rule), bounded
+# by the bytes parsed, not only by their number.
+_CACHE_ENTRIES = 65536
+_CACHE_TOTAL_BYTES = 64 * 1024 * 1024
 _CACHE_MAX_BYTES = 256 * 1024
+_cached_bytes = 0
 
 
 def parse_config(data: bytes, fmt: ConfigFormat = "auto", path: str = "") -> Any:
@@ -147,16 +152,21 @@ def parse_config(data: bytes, fmt: ConfigFormat = "auto", path: str = "") -> Any
         if fmt == "auto":
             raise ConfigSyntaxError(f"cannot tell the config format of {path!r}; name it")
     key = (hashlib.sha256(data).digest(), fmt)
+    global _cached_bytes
     with _PARSED_LOCK:
         if key in _PARSED:
             _PARSED.move_to_end(key)
-            return _PARSED[key]
+            return _PARSED[key][0]
     parsed = _parse(data, fmt, path)
     if len(data) <= _CACHE_MAX_BYTES:
         with _PARSED_LOCK:
-            _PARSED[key] = parsed
-            while len(_PARSED) > _CACHE_ENTRIES:
-                _PARSED.popitem(last=False)
+            if not _PARSED:
+                _cached_bytes = 0  # emptied (tests and benchmarks clear the cache)
+            if key not in _PARSED:
+                _PARSED[key] = (parsed, len(data))
+                _cached_bytes += len(data)
+            while _PARSED and (len(_PARSED) > _CACHE_ENTRIES or _cached_bytes > _CACHE_TOTAL_BYTES):
+                _cached_bytes -= _PARSED.popitem(last=False)[1][1]
     return parsed
 
 
