@@ -13,13 +13,19 @@ harmless where it is:
   ``property``, ``functools.cache`` and similar are trusted);
 - evaluable: without ``from __future__ import annotations`` every name it uses is a
   builtin or bound at module level before the definition (else the import fails);
-- never a bare ``x: T`` inside a function that makes a global ``x`` local.
+- never a bare ``x: T`` inside a function that makes a global ``x`` local;
+- made of types: builtins that are types, classes, imports, ``TypeVar``-like objects
+  and aliases of those (a reader may call an annotation: ``eval`` is no type hint);
+- not an existing class-body or module-level annotation changed or removed: those are
+  stored in ``__annotations__``, where another module may read them (a per-file proof
+  cannot see that reader); adding a missing one is fine.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 
 from ._python_facts import CodeFact, _parse, _without_gc
@@ -53,6 +59,9 @@ _PLAIN_BASES = frozenset(
     {"object", "Exception", "BaseException", "ABC", "abc.ABC", "Generic", "typing.Generic"}
 )
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_TYPE_FACTORIES = frozenset(
+    {"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "TypeAliasType", "NamedTuple", "TypedDict"}
+)
 # Libraries that read annotations at runtime (a function handed to one of them from this
 # module behaves by its annotations), and the calls that read them.
 _RUNTIME_READERS = frozenset(
@@ -93,6 +102,7 @@ class Proof:
     ok: bool
     reason: str
     spans: tuple[tuple[int, int], ...] = ()  # lines (first, last) of new code, if any
+    beyond: bool = False  # not ok because code other than what is proven changed (a fact)
 
 
 def _dotted(node: ast.AST) -> str:
@@ -162,6 +172,7 @@ class _Site:
     dump: str
     problem: str | None  # why a change here is not harmless (None: harmless)
     line: int
+    stored: bool = False  # a class-body or module-level annotation (``__annotations__``)
 
 
 @dataclass(slots=True)
@@ -170,12 +181,18 @@ class _Stripper:
 
     future: bool
     first_bound: dict[str, int]  # name -> top-level statement (1-based) that binds it first
+    types: frozenset[str]  # module names known to be types (classes, imports, TypeVars)
     sites: dict[tuple[str, ...], _Site] = field(default_factory=dict)
     typing_names: set[str] = field(default_factory=set)
     top: int = 0
 
     def site(
-        self, key: tuple[str, ...], node: ast.expr, problem: str | None, evaluated: bool = True
+        self,
+        key: tuple[str, ...],
+        node: ast.expr,
+        problem: str | None,
+        evaluated: bool = True,
+        stored: bool = False,
     ) -> None:
         why = problem or (_impure(node) if evaluated else None)
         if why is None and evaluated and not self.future:
@@ -186,9 +203,11 @@ class _Stripper:
             )
             if unknown:
                 why = f"an annotation names {unknown[0]}, not bound when the definition runs"
+        if why is None and evaluated:
+            why = _not_a_type(node, self.types, self.first_bound)
         while key in self.sites:  # the same name defined twice: keep both
             key = (*key, "+")
-        self.sites[key] = _Site(ast.dump(node), why, getattr(node, "lineno", 0))
+        self.sites[key] = _Site(ast.dump(node), why, getattr(node, "lineno", 0), stored)
 
     def body(self, stmts: list[ast.stmt], scope: tuple[str, ...], kind: str) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -277,8 +296,10 @@ class _Stripper:
             problem = f"a bare annotation makes {stmt.target.id} local to the function"
         elif stmt.value is None and _impure(stmt.target) is not None:
             problem = "an annotated target that is evaluated"
-        # Annotations of local variables are never evaluated.
-        self.site((*scope, f"var {target}"), stmt.annotation, problem, kind != "function")
+        # Annotations of local variables are never evaluated; class-body and module-level
+        # ones are stored in ``__annotations__``, where any other module may read them.
+        local = kind == "function"
+        self.site((*scope, f"var {target}"), stmt.annotation, problem, not local, not local)
         if stmt.value is None:
             return None
         return ast.copy_location(ast.Assign(targets=[stmt.target], value=stmt.value), stmt)
@@ -291,6 +312,87 @@ def _type_checking_imports(stmt: ast.If) -> bool:
         and not stmt.orelse
         and all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in stmt.body)
     )
+
+
+def _module_level(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that run at module level (inside if/try/with blocks too, not defs)."""
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try, ast.TryStar, ast.With)):
+            for name in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(stmt, name, []))
+            for handler in getattr(stmt, "handlers", []):
+                yield from _module_level(handler.body)
+
+
+def _type_names(tree: ast.Module) -> frozenset[str]:
+    """Module names known to be types: classes, imports (a module, or a name another
+    module defines: what it is cannot be seen here, but a builtin function never is),
+    ``TypeVar``-like objects and aliases built of such names."""
+    types: set[str] = set()
+    for stmt in _module_level(tree.body):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            types.update(a.asname or a.name.split(".")[0] for a in stmt.names)
+        elif isinstance(stmt, ast.ClassDef):
+            types.add(stmt.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = stmt.value
+            if isinstance(value, ast.Call):
+                ok = _dotted(value.func).rsplit(".", 1)[-1] in _TYPE_FACTORIES
+            else:
+                ok = _impure(value) is None and _not_a_type(value, frozenset(types)) is None
+            if ok:
+                types.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif type(stmt).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
+            name = getattr(stmt, "name", None)
+            if isinstance(name, ast.Name):
+                types.add(name.id)
+    return frozenset(types)
+
+
+def _not_a_type(
+    node: ast.AST, types: frozenset[str] | set[str], bound: Container[str] = ()
+) -> str | None:
+    """Why an annotation may name something other than a type (None: only types).
+
+    Whatever reads annotations may call them (``cls.__annotations__[name](value)``): a
+    builtin function such as ``eval`` or a module name bound to something not known to
+    be a type is not a hint. A name bound nowhere (a forward reference under ``from
+    __future__ import annotations``) refers to nothing that could run.
+    """
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, ast.Name):
+            name = sub.id
+            if name in types:
+                continue
+            if name in bound:
+                return f"an annotation names {name}, which is not known to be a type"
+            if name in _BUILTIN_NAMES and not isinstance(getattr(builtins, name), type):
+                return f"an annotation names the builtin {name}, which is not a type"
+            continue
+        if isinstance(sub, ast.Attribute):
+            stack.append(_chain_root(sub))
+            continue
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            try:
+                stack.append(ast.parse(sub.value.strip(), mode="eval").body)
+            except SyntaxError:
+                return "a string annotation that is not an expression"
+            continue
+        if isinstance(sub, ast.Subscript) and _dotted(sub.value).endswith("Literal"):
+            stack.append(sub.value)  # Literal["a"]: strings there are values, not types
+            continue
+        stack.extend(ast.iter_child_nodes(sub))
+    return None
+
+
+def _chain_root(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
 
 
 def _scan(tree: ast.Module) -> tuple[dict[str, int], str | None]:
@@ -337,7 +439,7 @@ def _future(tree: ast.Module) -> bool:
 
 
 def _strip(tree: ast.Module, first_bound: dict[str, int]) -> tuple[str, _Stripper]:
-    stripper = _Stripper(_future(tree), first_bound)
+    stripper = _Stripper(_future(tree), first_bound, _type_names(tree))
     tree.body = stripper.body(tree.body, (), "module")
     return ast.dump(tree, include_attributes=False), stripper
 
@@ -359,7 +461,9 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
     except (RecursionError, MemoryError):
         return Proof(False, "too deeply nested to compare")
     if old_dump != new_dump:
-        return Proof(False, "code other than annotations, comments and docstrings changed")
+        return Proof(
+            False, "code other than annotations, comments and docstrings changed", beyond=True
+        )
     changed_typing = new.typing_names ^ old.typing_names
     used = (
         {n.id for t in (old_tree, new_tree) for n in ast.walk(t) if isinstance(n, ast.Name)}
@@ -379,6 +483,14 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
         for site in (a, b):
             if site is not None and site.problem is not None:
                 return Proof(False, f"line {site.line}: {site.problem}")
+        if a is not None and a.stored:
+            # Changed or removed (adding a missing one is fine): other modules may read it.
+            line = b.line if b is not None else a.line
+            return Proof(
+                False,
+                f"line {line}: an existing class-body or module-level annotation changed; it "
+                "is stored in __annotations__, where other modules may read it at runtime",
+            )
     if not changed and not (new.typing_names - old.typing_names):
         return Proof(False, "no annotation changed")
     return Proof(True, f"only type annotations changed ({changed} changed)")

@@ -25,7 +25,7 @@ from ._python_names import (
     _SKIPS,
     FactKind,
 )
-from ._python_tests import is_test_scope, swallowed, tautology
+from ._python_tests import is_test_module, is_test_scope, patches, swallowed, tautology
 
 __all__ = ("MAX_ANALYSED_BYTES", "MAX_RISKY_FACTS", "CodeFact", "ModuleFacts", "module_facts")
 
@@ -434,6 +434,9 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
             if isinstance(func, ast.Attribute) and _dotted(func.value) in _COLLECTION_NAMES:
                 risky.append(("collection", f"{_dotted(func.value)}.{func.attr}", sign(node), line))
     _neutered(index, risky, sign)
+    if is_test_module(tree):
+        for node, what in patches(tree):
+            risky.append(("patched", what, sign(node), getattr(node, "lineno", 0)))
     body = [
         s for s in tree.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]

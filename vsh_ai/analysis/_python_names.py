@@ -41,6 +41,7 @@ FactKind = Literal[
     "unreachable",
     "tautology",
     "swallowed",
+    "patched",
 ]
 # Everything but additions of plain definitions is worth a human's look by default.
 FLAGGED_FACTS: tuple[FactKind, ...] = tuple(

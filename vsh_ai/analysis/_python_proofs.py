@@ -19,7 +19,7 @@ from ._python_annotations import Proof
 from ._python_facts import CodeFact, _parse, _without_gc
 from ._python_layout import strip_docstrings
 from ._python_names import CALL_CATEGORIES
-from ._python_tests import real_check, swallowed, tautology
+from ._python_tests import patches, real_check, swallowed, tautology
 
 __all__ = ("Proof", "test_additions", "version_bump")
 
@@ -163,6 +163,10 @@ def test_additions(before: bytes | None, after: bytes) -> Proof:
                 spans.append((first, stmt.end_lineno or stmt.lineno))
     if not added:
         return Proof(False, "no test function was added")
+    for node, what in patches(new_tree):
+        line = getattr(node, "lineno", 0)
+        if any(first <= line <= last for first, last in spans):
+            return Proof(False, f"line {line}: a new test {what}, which other tests then see")
     return Proof(True, f"only new tests with real checks ({', '.join(added[:5])})", tuple(spans))
 
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ("has_check", "is_test_scope", "real_check", "swallowed", "tautology")
+__all__ = (
+    "has_check",
+    "is_test_module",
+    "is_test_scope",
+    "patches",
+    "real_check",
+    "swallowed",
+    "tautology",
+)
 
 _SWALLOWING = frozenset({"AssertionError", "Exception", "BaseException", "builtins.AssertionError"})
 _ALWAYS_EQUAL_OPS = (ast.Eq, ast.Is, ast.LtE, ast.GtE)
@@ -179,3 +187,119 @@ def real_check(node: ast.AST) -> bool:
             if attr.startswith("assert") and tautology("call", sub) is None:
                 return True
     return False
+
+
+# Attributes whose replacement rewrites code or namespaces other tests run through.
+_CODE_ATTRS = frozenset(
+    {"__code__", "__globals__", "__defaults__", "__kwdefaults__", "__dict__", "__builtins__"}
+)
+_SETTERS = frozenset({"setattr", "delattr", "builtins.setattr", "builtins.delattr"})
+_PATCH_CALLS = frozenset({"setattr", "delattr", "setitem", "delitem"})
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+def _autouse(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for decorator in func.decorator_list:
+        if isinstance(decorator, ast.Call) and _dotted(decorator.func).endswith("fixture"):
+            for keyword in decorator.keywords:
+                value = keyword.value
+                if keyword.arg == "autouse" and not (
+                    isinstance(value, ast.Constant) and not value.value
+                ):
+                    return True
+    return False
+
+
+def is_test_module(tree: ast.Module) -> bool:
+    """A module that defines tests or fixtures, or imports a test framework."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if stmt.name.startswith(("test", "Test")):
+                return True
+        elif isinstance(stmt, ast.Import):
+            if any(a.name.split(".")[0] in ("pytest", "unittest") for a in stmt.names):
+                return True
+        elif isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] in (
+            "pytest",
+            "unittest",
+        ):
+            return True
+    return False
+
+
+def patches(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Where test code replaces objects other tests use, without a per-test undo.
+
+    Assignments (or ``del``) to attributes or items of an imported module or object, of
+    a builtin, ``sys.modules``, or of ``__code__``/``__dict__``/``__globals__``/...;
+    ``setattr``/``delattr`` on those; ``MonkeyPatch()`` made by hand, ``patch(...).start()``
+    and monkeypatching inside an ``autouse`` fixture (it applies to every test). Each
+    entry is the node and what it replaces. A ``monkeypatch`` fixture used in a test
+    (undone after that test) and ``with patch(...)`` blocks are not patches.
+    """
+    imported: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imported.update(a.asname or a.name.split(".")[0] for a in stmt.names)
+    shared = imported | {"builtins", "__builtins__"}
+    found: list[tuple[ast.AST, str]] = []
+
+    def outer(target: ast.AST) -> str | None:
+        if isinstance(target, ast.Attribute) and target.attr in _CODE_ATTRS:
+            return _dotted(target) or target.attr
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            inner: ast.expr = target
+            while isinstance(inner, (ast.Attribute, ast.Subscript)):
+                if isinstance(inner, ast.Attribute) and inner.attr in _CODE_ATTRS:
+                    return _dotted(inner) or inner.attr
+                inner = inner.value
+            root = _root(target)
+            if isinstance(root, ast.Name) and root.id in shared:
+                if isinstance(target, ast.Subscript):
+                    return f"{_dotted(target.value) or root.id}[...]"
+                return _dotted(target) or root.id
+        return None
+
+    autouse_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _autouse(node):
+            autouse_nodes.update(id(sub) for sub in ast.walk(node))
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        for target in targets:
+            for part in ast.walk(target):
+                what = outer(part) if isinstance(part, (ast.Attribute, ast.Subscript)) else None
+                if what is not None and isinstance(getattr(part, "ctx", None), ast.Store | ast.Del):
+                    found.append((node, f"replaces {what}"))
+                    break
+        if not isinstance(node, ast.Call):
+            continue
+        called = _dotted(node.func)
+        last = called.rsplit(".", 1)[-1]
+        if called in _SETTERS and node.args:
+            root = _root(node.args[0])
+            if isinstance(root, ast.Name) and (root.id in shared or outer(node.args[0])):
+                found.append((node, f"{last}({_dotted(node.args[0]) or root.id}, ...)"))
+        elif last == "MonkeyPatch":
+            found.append((node, "a MonkeyPatch made by hand (not undone after the test)"))
+        elif (
+            last == "start"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call)
+            and "patch" in _dotted(node.func.value.func).split(".")
+        ):
+            found.append((node, "patch(...).start() (not undone after the test)"))
+        elif last in _PATCH_CALLS and id(node) in autouse_nodes and "." in called:
+            found.append((node, f"{called} in an autouse fixture (applies to every test)"))
+    return found

@@ -54,6 +54,8 @@ _DESCRIBE: dict[str, str] = {
     "emptied": "the module emptied",
     "commented_out": "code commented out",
     "unreachable": "code that can never run (after a return or raise)",
+    "patched": "a test replaces code or state other tests use, without undoing it "
+    "(every test that runs after it checks the replacement)",
 }
 _SHEBANG = b"#!"
 

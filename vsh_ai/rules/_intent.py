@@ -4,7 +4,9 @@
 documentation (README, docs, docstrings, comments), only formatting, or only type
 hints, with no other work named (fix a bug, refactor, rename, test, behaviour, ...).
 Under such a claim every changed Python file must stay within it: docs and formatting
-leave the AST without docstrings unchanged; type hints pass the annotation-only proof.
+leave the AST without docstrings unchanged; type hints leave it unchanged once
+annotations are stripped (annotations that are not proven harmless stay unproven: a
+review, never a reject, since the claim holds).
 A Python file renamed, created or deleted, or code that changed otherwise, is
 decided (``action``) with a reason naming the claim and the file. An intent that
 claims nothing, or claims more, changes nothing here: the intent never approves.
@@ -95,8 +97,8 @@ class IntentScope(Rule):
             proof = memo_proof(
                 evidence, "annotations", lambda: annotation_only(before, after), before, after
             )
-            if proof.ok:
-                return None
+            if proof.ok or not proof.beyond:
+                return None  # only annotations changed, maybe unproven harmless: unproven
             return f"not only annotations changed ({proof.reason})"
         return "its code changed, not only comments, docstrings or layout"
 
