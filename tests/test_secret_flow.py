@@ -59,11 +59,12 @@ async def test_a_tuned_value_next_to_a_credential_is_contained(evidence_for) -> 
 @pytest.mark.parametrize(
     ("code", "decision", "says"),
     [
-        # copied into another file, verbatim or encoded at run time
+        # copied into another file, verbatim or encoded at run time (a denial that
+        # rejects what the file now holds decides alone: the read rule adds nothing)
         (
             f"s = vsh_read('{P}')\nk = s.split('\"')[1]\nvsh_write('{D}', 'K ' + k)",
             "reject",
-            "docs/a.md holds the secret",
+            "docs/a.md (line 1) adds what looks like a Stripe key",
         ),
         (
             f"s = vsh_read('{P}')\nk = s.split('\"')[1]\n"
@@ -75,7 +76,7 @@ async def test_a_tuned_value_next_to_a_credential_is_contained(evidence_for) -> 
             f"s = vsh_read('{P}')\nk = s.split('\"')[1]\n"
             "vsh_write('/workspace/docs/a.md', ', '.join(str(ord(c)) for c in k))",
             "reject",
-            "character codes",
+            "adds what looks like a Stripe key",
         ),
         (
             f"s = vsh_read('{P}')\nk = s.split('\"')[1]\n"
@@ -201,3 +202,79 @@ async def test_spacing_changed_after_the_read_is_reviewed(evidence_for, extra: s
     assert not secret_flow(evidence).contained
     assert verdict.decision == "review"
     assert "whitespace" in verdict.reason
+
+
+# -- the output channel: approved work that read a secret returns nothing to the worker -----
+
+TUNE = (
+    "p = '/workspace/config/app.toml'\nt = vsh_read(p)\n"
+    "vsh_write(p, t.replace('= 30', '= 45'))\n"
+    "s = t.split('\"')[1]\nn = 0\nfor c in s[:8]:\n    n = n * 256 + ord(c)\nn"
+)
+LEAKED_INT = str(int.from_bytes(b"Wq7!mail", "big"))
+
+
+class _Approves:
+    """A later stage (an LLM judge, say) that approves and marks nothing."""
+
+    id = "approves"
+
+    async def review(self, evidence, /):
+        from vsh_ai import Verdict
+
+        return Verdict.approve("Looks fine.", judge=self.id)
+
+
+def _worker(programs: list[str]):
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages, info):
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn < len(programs):
+            args = {"code": programs[turn], "intent": "tune the server timeout"}
+            return ModelResponse(parts=[ToolCallPart("vsh_run", args, tool_call_id=f"t{turn}")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(respond)
+
+
+@pytest.mark.parametrize("stage", ["rules", "a-stage-that-marks-nothing"])
+async def test_approved_work_that_read_a_secret_returns_nothing_to_the_worker(
+    make_workspace, stage: str
+) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from vsh_ai import Pipeline
+    from vsh_ai.toolset import VshToolset
+    from vsh_ai.toolset._render import WITHHELD_OUTPUT
+    from vsh_ai.toolset._result import VshResult
+
+    workspace = make_workspace({"config/app.toml": CONFIG, "notes.txt": "hi\n"})
+    rules = load_judge("service-config", skip_llm=True)
+    judge = rules if stage == "rules" else Pipeline(_Approves())
+    toolset = VshToolset(workspace, judge=judge)
+    control = "len(vsh_read('/workspace/notes.txt'))"
+    run = await Agent(_worker([TUNE, control]), toolsets=[toolset]).run("tune it")
+    results = [
+        part.content
+        for message in run.all_messages()
+        for part in getattr(message, "parts", [])
+        if isinstance(getattr(part, "content", None), VshResult)
+    ]
+    tuned, read = results
+    assert (tuned.state, tuned.result, tuned.stdout, tuned.stderr) == (
+        "committed",
+        WITHHELD_OUTPUT,
+        "",
+        "",
+    )
+    assert "timeout_s = 45" in (workspace / "config/app.toml").read_text()  # it did commit
+    assert LEAKED_INT not in ModelMessagesTypeAdapter.dump_json(run.all_messages()).decode()
+    assert tuned.approver_view()["withheld_output"]["result"] == LEAKED_INT
+    if stage == "rules":
+        assert tuned.verdict is not None
+        assert tuned.verdict.details["withhold_output"] is True
+    # A program that read nothing secret keeps its result.
+    assert (read.state, read.result) == ("read", "3")

@@ -224,12 +224,20 @@ class RuleSet:
                 failures.append(verdict)
         if not evidence.complete and not failures:  # belt and braces: never approve
             failures.append(Verdict.review("Evidence is incomplete.", judge="completeness"))
-        read = _read_verdict(evidence)
+        # A denial's reject is terminal already: the read rule (whose finding depends on
+        # whether the bytes read look like a secret) then adds nothing the worker sees.
+        read = None if any(v.decision == "reject" for v in failures) else _read_verdict(evidence)
         if read is not None:
             failures.append(read)
         if failures:
             return self._combine(failures, incomplete=not evidence.complete)
-        return self._prove(evidence)
+        verdict = self._prove(evidence)
+        if verdict.decision in ("approve", "abstain") and _read_secrets(evidence):
+            # Contained work may still return a scalar computed from the secret: the
+            # toolset's renderer withholds its result and output from the worker.
+            details = {**verdict.details, "withhold_output": True}
+            verdict = verdict.model_copy(update={"details": details})
+        return verdict
 
     def _prove(self, evidence: Evidence) -> Verdict:
         claims: list[dict[str, Any]] = []
@@ -376,6 +384,15 @@ def _read_verdict(evidence: Evidence) -> Verdict | None:
         judge="reads",
         details={"paths": paths},
     )
+
+
+def _read_secrets(evidence: Evidence) -> bool:
+    from ..analysis._secret_flow import secret_flow
+
+    try:
+        return bool(secret_flow(evidence).reads)
+    except Exception:  # fail closed: an untraceable read withholds the output
+        return True
 
 
 def secret_reads(evidence: Evidence) -> list[str]:

@@ -23,6 +23,7 @@ import vsh
 
 from .._evidence import Evidence, EvidenceGap
 from .._verdict import Verdict
+from ..analysis._secret_flow import secret_flow
 from ._result import (
     MAX_CHANGES,
     RELEASED,
@@ -39,6 +40,7 @@ from ._result import (
 
 __all__ = (
     "WITHHELD_NAME",
+    "WITHHELD_OUTPUT",
     "Outcome",
     "approver_view",
     "guest_retry",
@@ -47,7 +49,13 @@ __all__ = (
     "render",
     "render_diff",
     "span_attributes",
+    "withholds_output",
 )
+
+WITHHELD_OUTPUT = "output withheld: the program read secret-bearing content"
+"""What the worker sees of an approved program's result, stdout and stderr when it read
+secret-bearing content: a scalar it returns (``int.from_bytes(secret[:8])``) is as small
+as any other, so the read rule cannot tell it from a count; the approver still sees it."""
 
 WITHHELD_NAME = "[name withheld]"
 WITHHELD_NAMES = "[names withheld]"
@@ -138,6 +146,20 @@ def _released(outcome: Outcome, limits: OutputLimits) -> VshResult:
     diff = render_diff(evidence, limits.diff) if evidence is not None and changes else None
     result_text = _result_text(receipt.result) if receipt is not None else None
     verdict = outcome.verdict
+    if withholds_output(outcome):
+        return VshResult(
+            state=outcome.state,
+            transaction=outcome.transaction_id(),
+            changes=shown,
+            changes_omitted=omitted,
+            summary=summary_of(shown, omitted),
+            diff=diff,
+            result=WITHHELD_OUTPUT,
+            risk_flags=tuple(receipt.risk_flags) if receipt is not None else (),
+            verdict=verdict,
+            feedback=outcome.feedback,
+            next_step=outcome.next_step or next_step_for(outcome.state),
+        )
     return VshResult(
         state=outcome.state,
         transaction=outcome.transaction_id(),
@@ -153,6 +175,25 @@ def _released(outcome: Outcome, limits: OutputLimits) -> VshResult:
         feedback=outcome.feedback,
         next_step=outcome.next_step or next_step_for(outcome.state),
     )
+
+
+def withholds_output(outcome: Outcome) -> bool:
+    """Whether released work's result, stdout and stderr stay with the approver.
+
+    So when its verdict says so (``details["withhold_output"]``, the read rule's mark) or,
+    whatever stage decided, when the evidence shows a content read of secret-bearing
+    bytes: evidence exists only where a reviewer judges, and there the worker sees
+    nothing a program computed from a secret. A failed trace withholds (fail closed).
+    """
+    verdict = outcome.verdict
+    if verdict is not None and verdict.details.get("withhold_output") is True:
+        return True
+    if outcome.evidence is None:
+        return False
+    try:
+        return bool(secret_flow(outcome.evidence).reads)
+    except Exception:  # fail closed: an untraceable read withholds the output
+        return True
 
 
 def _refused(outcome: Outcome) -> VshResult:
@@ -256,6 +297,15 @@ def approver_view(outcome: Outcome, limits: OutputLimits) -> dict[str, Any]:
         "verdict": json.loads(redact(verdict.model_dump_json())) if verdict else None,
         "feedback": redact(outcome.feedback) if outcome.feedback else None,
     }
+    if outcome.released and receipt is not None and withholds_output(outcome):
+        result_text = _result_text(receipt.result)
+        view["withheld_output"] = {
+            "result": None
+            if result_text is None
+            else bound_text(redact(result_text), limits.result),
+            "stdout": bound_text(redact(receipt.stdout), limits.stdout),
+            "stderr": bound_text(redact(receipt.stderr), limits.stderr, keep="tail"),
+        }
     deny = outcome.deny_reason or (receipt.deny_reason if receipt else None)
     if deny:
         view["deny_reason"] = safe_deny_reason(deny)
