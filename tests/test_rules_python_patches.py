@@ -161,3 +161,44 @@ def test_source_modules_never_get_the_test_patch_fact() -> None:
     assert [r[1] for r in module_facts(test).risky if r[0] == "patched"] == [
         "replaces sys.excepthook"
     ]
+
+
+# -- round-4 red team: harmless edits that were reviewed ---------------------------------
+
+
+async def test_a_new_test_folder_is_approved(evidence_for: Build) -> None:
+    code = (
+        "vsh_mkdir('/workspace/tests/unit')\nvsh_write('/workspace/tests/unit/__init__.py', '')\n"
+        + write(
+            "tests/unit/test_util.py",
+            "from pkg.util import clamp\n\n\n"
+            "def test_clamp():\n    assert clamp(99, 0, 10) == 10\n",
+        )
+    )
+    evidence = await run(evidence_for, code, intent="Add unit tests in tests/unit/.")
+    assert claim(evidence, AllowTestAdditions(), "tests/unit").ok
+    assert claim(evidence, AllowTestAdditions(), "tests/unit/__init__.py").ok
+    assert (await JUDGE.review(evidence)).decision == "approve"
+
+
+SINGLE = "def split(line):\n    return line.split('=', 1)\n"
+
+
+@pytest.mark.parametrize(
+    ("intent", "decision"),
+    [
+        ("Formatting only: use double quotes like the rest of the code base.", "approve"),
+        ("change", "review"),  # a sweep nobody asked for
+    ],
+)
+async def test_quote_style_is_formatting_when_asked(
+    evidence_for: Build, intent: str, decision: str
+) -> None:
+    files = {**FILES, "src/pkg/split.py": SINGLE}
+    program = patch("src/pkg/split.py", "'='", '"="')
+    evidence = await run(evidence_for, program, files, intent=intent)
+    assert (await JUDGE.review(evidence)).decision == decision
+    # Anything beyond string spellings is still code, whatever the intent says.
+    program = patch("src/pkg/split.py", "line.split('=', 1)", '(line.split("=", 1))')
+    evidence = await run(evidence_for, program, files, intent=intent)
+    assert (await JUDGE.review(evidence)).decision == "review"

@@ -12,6 +12,7 @@ stay unproven: rules cannot prove them safe, so they escalate.
 
 from __future__ import annotations
 
+import tokenize
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -28,6 +29,7 @@ from ..analysis._python import (
 )
 from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
+from ._intent import claimed_scope
 from ._python_memo import memo_dump, memo_tokens
 
 if TYPE_CHECKING:
@@ -147,7 +149,9 @@ class AllowPythonDocs(Allowance):
 
     A modify of a file matching ``paths`` is claimed when both versions parse and their
     ASTs are identical once docstrings are removed (comments are not in the AST), and
-    the first line (a shebang decides which interpreter runs the file) is unchanged.
+    the first line (a shebang decides which interpreter runs the file) is unchanged,
+    and the code is written the same way (the same tokens; strings quoted differently
+    only when the intent asks for formatting, else a sweep beyond the request).
     Everything else is refused with the reason: source edits are not provable here.
     """
 
@@ -185,13 +189,35 @@ class AllowPythonDocs(Allowance):
                 f"{path}: doctest examples changed (`>>>` lines run under pytest "
                 "--doctest-modules); they are code, and source edits need a human",
             )
-        if old != new or memo_tokens(evidence, before) != memo_tokens(evidence, after):
+        if old != new:
             return Claim(
                 False,
                 f"{path}: the code itself changed (not only comments, docstrings or "
                 "blank lines and spacing); source edits need a human",
             )
+        old_tokens, new_tokens = memo_tokens(evidence, before), memo_tokens(evidence, after)
+        if old_tokens != new_tokens:
+            # A quote-style sweep (same AST: every string keeps its value) is the request
+            # itself only when the intent asks for formatting; otherwise it is a sweep.
+            asked = "formatting" in claimed_scope(evidence.intent)
+            if not asked or _quotes_only(old_tokens) != _quotes_only(new_tokens):
+                return Claim(
+                    False,
+                    f"{path}: the code itself changed (not only comments, docstrings or "
+                    "blank lines and spacing); source edits need a human",
+                )
+            return Claim(True, f"{path}: only the quote style of strings changed, as asked")
         return Claim(True, f"{path}: only comments, docstrings or spacing changed")
+
+
+def _quotes_only(
+    tokens: tuple[tuple[int, str], ...] | None,
+) -> tuple[tuple[int, str], ...] | None:
+    """The tokens with string spellings blanked: with the AST unchanged, every string
+    still has its value, so only how it is quoted or escaped differs."""
+    if tokens is None:
+        return None
+    return tuple((kind, "" if kind == tokenize.STRING else text) for kind, text in tokens)
 
 
 def _doctests(source: bytes) -> list[str]:

@@ -187,7 +187,8 @@ class AllowTestAdditions(_PythonProof):
     with an assert or ``pytest.raises`` that can fail, no skip, no swallowed failure
     and no redefined name, or an import (process, network or code-loading modules only
     if the file imports them already), and Bandit finds nothing of medium severity or
-    worse in the new functions. New test modules are claimed on the same terms.
+    worse in the new functions. New test modules are claimed on the same terms, as are
+    new empty modules (``__init__.py``) and new folders where test modules would be.
     Files tools run on their own (``conftest.py``) are never claimed.
     """
 
@@ -200,11 +201,20 @@ class AllowTestAdditions(_PythonProof):
     _creates: ClassVar[bool] = True
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
-        if matching(self.paths, change.path, ignore_case=True) and is_tooling_code(change.path):
-            return Claim(False, f"{change.path}: tools run this file; test additions only")
+        path = change.path
+        made = change.after if change.kind == "create" else None
+        if made is not None and made.kind == "directory":
+            # A new folder for new test modules (what it holds is claimed file by file).
+            if matching(self.paths, f"{path}/test_x.py", ignore_case=True) is None:
+                return None
+            return Claim(True, f"{path}: a new folder for test modules")
+        if matching(self.paths, path, ignore_case=True) and is_tooling_code(path):
+            return Claim(False, f"{path}: tools run this file; test additions only")
         return super().claim(evidence, change)
 
     def _prove(self, before: bytes | None, after: bytes) -> Proof:
+        if before is None and not after.strip():
+            return Proof(True, "an empty module (a package marker)")
         proof = test_additions(before, after)
         if not proof.ok:
             return proof
