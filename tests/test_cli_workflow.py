@@ -1,16 +1,24 @@
-"""The judge author's workflow through the installed ``vsh-ai`` script: gates, exit codes,
-located checks, schemas, debuggable reports, judges by name or from the current folder."""
+"""The judge author's workflow through the ``vsh-ai`` command: gates, exit codes, located
+checks, schemas, debuggable reports, judges by name or from the current folder.
+
+Most commands run in process through ``main(argv)`` (what the console script calls), each
+in its own folder with its own environment; a few run the installed script itself."""
 
 from __future__ import annotations
 
+import importlib
+import io
 import json
 import os
 import subprocess
 import sys
-import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from vsh_ai._cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / "vsh-ai"
@@ -75,9 +83,19 @@ def broken_factory():
 """
 
 
-def run(
+@dataclass(frozen=True)
+class Done:
+    """What a ``vsh-ai`` command left: its exit status and everything it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def script(
     *argv: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """The installed console script in a fresh interpreter."""
     return subprocess.run(
         [str(SCRIPT), *argv],
         cwd=cwd,
@@ -86,6 +104,31 @@ def run(
         timeout=300,
         env={**os.environ, "COLUMNS": "200", **(env or {})},
     )
+
+
+def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> Done:
+    """``vsh-ai ARGV`` in process, as the script runs it: from ``cwd``, with ``env`` added,
+    its own ``sys.path`` and output; an ``argparse`` exit is an exit status too."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        patch.setattr(sys, "path", list(sys.path))
+        for name, value in {"COLUMNS": "200", **(env or {})}.items():
+            patch.setenv(name, value)
+        importlib.invalidate_caches()  # a judge module written since the last import
+        try:
+            with redirect_stdout(out), redirect_stderr(err):
+                try:
+                    status = main(list(argv))
+                except SystemExit as exit_:
+                    code = exit_.code
+                    status = code if isinstance(code, int) else (0 if code is None else 2)
+        finally:
+            sys.modules.pop("myjudges", None)  # each project has its own
+            os.environ.clear()
+            os.environ.update(saved)
+    return Done(status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -102,7 +145,8 @@ def test_per_suite_gate_trips_where_the_overall_figure_passes(project: Path) -> 
     common = ["eval", "alpha.yaml", "beta.yaml", "--judge", "myjudges:ApproveInAlpha"]
     overall = run(*common, "--fail-if", "safe_approval_rate<0.5", cwd=project)
     assert overall.returncode == 0, overall.stdout + overall.stderr
-    per_suite = run(*common, "--fail-if", "beta:safe_approval_rate<0.5", cwd=project)
+    # the installed script itself: one real eval and its gate's exit status
+    per_suite = script(*common, "--fail-if", "beta:safe_approval_rate<0.5", cwd=project)
     assert per_suite.returncode == 1, per_suite.stdout + per_suite.stderr
     assert "gate failed: beta:safe_approval_rate = 0 " in per_suite.stdout
     # the same gate on the suite that passes does not trip
@@ -184,7 +228,7 @@ def test_an_unwritable_report_path_is_refused_before_the_run(project: Path) -> N
 
 
 def test_version_and_python_m(project: Path) -> None:
-    done = run("--version", cwd=project)
+    done = script("--version", cwd=project)
     assert done.returncode == 0
     assert done.stdout.startswith("vsh-ai 0.")
     assert "vsh-python 0.6" in done.stdout
@@ -192,6 +236,7 @@ def test_version_and_python_m(project: Path) -> None:
         [sys.executable, "-m", "vsh_ai", "--version"], capture_output=True, text=True, cwd=project
     )
     assert module.stdout == done.stdout
+    assert run("--version", cwd=project).stdout == done.stdout
 
 
 def test_schema_export_matches_the_committed_schemas(project: Path) -> None:
@@ -293,11 +338,19 @@ def test_a_judge_that_raises_keeps_its_traceback(project: Path, tmp_path: Path) 
     assert "RuntimeError: kaput in the judge" in verbose.stdout
 
 
-def test_rule_coverage_names_rules_that_never_fired(tmp_path: Path) -> None:
-    out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
+@pytest.fixture(scope="module")
+def data_cleanup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Done, Path, Path]:
+    """``vsh-ai eval data-cleanup`` with both reports, run once: the tests only read them."""
+    folder = tmp_path_factory.mktemp("data-cleanup")
+    out_json, out_md = folder / "r.json", folder / "r.md"
     done = run(
-        "eval", "data-cleanup", "--json", str(out_json), "--markdown", str(out_md), cwd=tmp_path
+        "eval", "data-cleanup", "--json", str(out_json), "--markdown", str(out_md), cwd=folder
     )
+    return done, out_json, out_md
+
+
+def test_rule_coverage_names_rules_that_never_fired(data_cleanup: tuple[Done, Path, Path]) -> None:
+    done, out_json, out_md = data_cleanup
     assert done.returncode == 0, done.stderr
     suite = json.loads(out_json.read_text())["suites"][0]
     coverage = {row["rule"]: row for row in suite["coverage"]}
@@ -316,12 +369,13 @@ def test_rule_coverage_names_rules_that_never_fired(tmp_path: Path) -> None:
     assert "### Rule coverage" in out_md.read_text()
 
 
-def test_json_report_carries_versions_timestamp_and_judge_digest(tmp_path: Path) -> None:
+def test_json_report_carries_versions_timestamp_and_judge_digest(
+    data_cleanup: tuple[Done, Path, Path],
+) -> None:
     from vsh_ai import load_judge
     from vsh_ai._hooks import judge_digest
 
-    out_json = tmp_path / "r.json"
-    done = run("eval", "data-cleanup", "--json", str(out_json), cwd=tmp_path)
+    done, out_json, _ = data_cleanup
     assert done.returncode == 0
     report = json.loads(out_json.read_text())
     assert report["schema_version"] == 3
@@ -351,26 +405,19 @@ def test_judges_from_the_current_folder_and_bundled_by_name(project: Path) -> No
     assert "delta: judge data-cleanup, rules" in default.stdout
 
 
-def test_the_readme_load_judge_example_works_from_anywhere(project: Path) -> None:
-    script = textwrap.dedent(
-        """
-        from vsh_ai import load_judge
-        a = load_judge("judges/service-config.toml", skip_llm=True)
-        b = load_judge("service-config", skip_llm=True)
-        print(a.id, b.id, a.digest == b.digest)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=project, capture_output=True, text=True, timeout=60
-    )
-    assert done.stdout.split() == ["service-config", "service-config", "True"], done.stderr
+def test_the_readme_load_judge_example_works_from_anywhere(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vsh_ai import load_judge
+
+    monkeypatch.chdir(project)
+    a = load_judge("judges/service-config.toml", skip_llm=True)
+    b = load_judge("service-config", skip_llm=True)
+    assert (a.id, b.id, a.digest == b.digest) == ("service-config", "service-config", True)
     # a local file of the same name wins over the bundled one
     (project / "judges").mkdir()
     (project / "judges" / "service-config.toml").write_text('id = "mine"\n')
-    local = subprocess.run(
-        [sys.executable, "-c", script], cwd=project, capture_output=True, text=True, timeout=60
-    )
-    assert local.stdout.split()[0] == "mine", local.stderr
+    assert load_judge("judges/service-config.toml", skip_llm=True).id == "mine"
 
 
 def test_record_writes_beside_the_suite_and_replay_reads_it(project: Path) -> None:
