@@ -268,3 +268,24 @@ def test_pep440_widened_ceiling_agrees_with_packaging(old: str, new: str) -> Non
         assert any(v >= ceiling and v in new_set and v not in old_set for v in grid)
     shifted = f"~={Version(old).major}.{Version(old).minor + 1}.0"
     assert ceiling_widened("pypi", shifted, old_spec) is None
+
+
+def test_a_bump_to_the_hash_a_nested_copy_of_that_version_has_is_no_finding() -> None:
+    """lodash moves to 4.17.21, which a nested copy already records with the same hash:
+    one artifact recorded twice, not another entry's hash."""
+    nested = {
+        "version": "4.17.21",
+        "resolved": "https://registry.npmjs.org/lodash/-/lodash-4.17.21.tgz",
+        "integrity": L21,
+    }
+    before = json.loads(package_lock("4.17.20", L20))
+    after = json.loads(package_lock("4.17.21", L21))
+    for lock in (before, after):
+        lock["packages"]["node_modules/react/node_modules/lodash"] = dict(nested)
+    old = parse("package-lock.json", json.dumps(before).encode())
+    new = parse("package-lock.json", json.dumps(after).encode())
+    owners = hash_owners(new)
+    found = [lock_resolution(c, "npm", owners) for c in compare_locks(old, new)]
+    assert found
+    assert all(f == [] for f in found), found
+    assert len(owners[L21]) == 1

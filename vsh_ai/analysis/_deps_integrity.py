@@ -31,27 +31,30 @@ Severity = Literal["reject", "review"]
 Finding = tuple[Severity, str]
 # Hash algorithms by strength (SRI and pip spellings); unknown names rank as the weakest.
 _STRENGTH = {"md5": 0, "sha1": 1, "sha224": 2, "sha256": 3, "sha384": 4, "sha512": 5}
-# hash -> {the artifact it is recorded for: the lock key that records it}
-HashOwners = Mapping[str, Mapping[tuple[str, ...], str]]
+# hash -> {(package and version, tarball/file locations) it is recorded for: the lock key}
+_Owner = tuple[tuple[str, str], tuple[str, ...]]
+HashOwners = Mapping[str, Mapping[_Owner, str]]
 
 
-def _identity(ecosystem: Ecosystem, entry: LockEntry) -> tuple[str, ...]:
-    """The artifact an entry's hashes are for: npm's tarball URL (an alias or a nested copy
-    of the same tarball shares it), else the package and version."""
-    if ecosystem == "npm" and entry.artifacts:
-        return entry.artifacts
-    return (entry.name.lower(), entry.version or "")
+def _owner(entry: LockEntry) -> _Owner:
+    return ((entry.name.lower(), entry.version or ""), entry.artifacts)
 
 
-def hash_owners(lock: Manifest) -> dict[str, dict[tuple[str, ...], str]]:
+def _same_artifact(a: _Owner, b: _Owner) -> bool:
+    """The same package and version, or the same tarball URL (an npm alias or a nested
+    copy): one artifact, which may be recorded more than once."""
+    return a[0] == b[0] or (bool(a[1]) and a[1] == b[1])
+
+
+def hash_owners(lock: Manifest) -> dict[str, dict[_Owner, str]]:
     """Which artifacts each hash in ``lock`` is recorded for (one pass over the entries)."""
-    owners: dict[str, dict[tuple[str, ...], str]] = {}
+    owners: dict[str, dict[_Owner, str]] = {}
     for key, entry in lock.locked.items():
         if key in ("", "<project>"):
             continue
-        identity = _identity(lock.ecosystem, entry)
+        owner = _owner(entry)
         for digest in entry.integrity:
-            owners.setdefault(digest, {}).setdefault(identity, key)
+            owners.setdefault(digest, {}).setdefault(owner, key)
     return owners
 
 
@@ -61,16 +64,16 @@ def _strongest(digests: set[str]) -> tuple[int, str]:
     )
 
 
-def _borrowed(
-    change: LockChange, ecosystem: Ecosystem, owners: HashOwners | None
-) -> Finding | None:
+def _borrowed(change: LockChange, owners: HashOwners | None) -> Finding | None:
     """A new hash that the same lock records for another artifact (a hash names one file)."""
     before, after = change.before, change.after
     if owners is None or after is None:
         return None
-    mine = _identity(ecosystem, after)
+    mine = _owner(after)
     for digest in sorted(set(after.integrity) - set(before.integrity if before else ())):
-        others = [key for identity, key in owners.get(digest, {}).items() if identity != mine]
+        others = [
+            key for owner, key in owners.get(digest, {}).items() if not _same_artifact(owner, mine)
+        ]
         if others:
             return (
                 "reject",
@@ -186,7 +189,7 @@ def lock_resolution(
     before, after = change.before, change.after
     if change.key in ("", "<project>"):
         return []
-    borrowed = _borrowed(change, ecosystem, owners)
+    borrowed = _borrowed(change, owners)
     found: list[Finding] = [borrowed] if borrowed is not None else []
     if before is None or after is None:
         return found
