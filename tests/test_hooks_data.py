@@ -529,7 +529,7 @@ async def test_a_long_judge_reason_still_resolves(workspace: Path) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("count", [1_000, 10_000])
+@pytest.mark.parametrize("count", [1_000, pytest.param(10_000, marks=pytest.mark.slow)])
 async def test_a_rule_set_approves_a_very_large_change_and_it_commits(
     make_workspace: Callable[..., Path], count: int
 ) -> None:
