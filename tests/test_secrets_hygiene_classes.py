@@ -69,8 +69,10 @@ async def test_public_values_in_docs_are_approved(evidence_for, line: str) -> No
         "Token: 9f86d081884c7d659a2feaa0c55ad015\n",  # hex but no digest label: a token
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHQk3l0v9bYz1c7pGmZf2R8x0sWnq4LkE6dJtA5uVh9X\n"
         "aB3dE5fG7hJ9kL2mN4pQ\n",  # a public key line does not excuse the next line
+        # a digest label does not win over the line's own words: a checksum of nothing
+        "SESSION_SECRET (sha256): " + "4a7f1c9e2b8d3f6a0e5c7b9d1f3a5c7e" * 2 + "\n",
     ],
-    ids=["uuid-as-key", "unlabelled-hex", "after-a-public-key"],
+    ids=["uuid-as-key", "unlabelled-hex", "after-a-public-key", "secret-labelled-checksum"],
 )
 async def test_credentials_next_to_public_shapes_are_not_approved(evidence_for, line: str) -> None:
     verdict = await decide(evidence_for, append("docs/setup.md", "\n" + line))
@@ -84,7 +86,19 @@ async def test_reincluding_public_files_is_approved(evidence_for, rule: str) -> 
 
 
 @pytest.mark.parametrize(
-    "rule", ["!.env", "!*.pem", "!secrets/", "!deploy/*.pem", "!.env.production", "!*", "!**/.env*"]
+    "rule",
+    [
+        "!.env",
+        "!*.pem",
+        "!secrets/",
+        "!deploy/*.pem",
+        "!.env.production",
+        "!*",
+        "!**/.env*",
+        "!config/*",  # config/.env, and config/settings.toml the file itself ignores
+        "!/config/**",
+        "!config/settings.toml",
+    ],
 )
 async def test_reincluding_secret_files_is_rejected(evidence_for, rule: str) -> None:
     verdict = await decide(evidence_for, append(".gitignore", f"{rule}\n"))
@@ -177,6 +191,23 @@ def test_other_code_changes_are_not_a_secret_removal(new: str, why: str) -> None
     problem = secret_removal_problem(before, after)
     assert problem is not None
     assert why in problem
+
+
+def test_a_value_moved_to_the_environment_under_its_own_name() -> None:
+    dsn = "https://4f2d9c0a1b7e4e6f9a3c5d7e8f1a2b3c@o450001.ingest.sentry.io/5500002"
+    before = f'import os\n\nSECRET_KEY = "{KEY}"\nSENTRY_DSN = "{dsn}"\nCACHE_SIZE = 512\n'
+    # a DSN (its user info is a key) with an empty default, beside a detected secret
+    after = before.replace(f'"{dsn}"', 'os.environ.get("SENTRY_DSN", "")')
+    assert secret_removal_problem(before, after.replace(f'"{KEY}"', 'os.environ["K"]')) is None
+    # a plain setting made configurable with its old value as the default
+    tuned = before.replace(f'"{KEY}"', 'os.environ["K"]').replace(
+        "CACHE_SIZE = 512", 'CACHE_SIZE = int(os.environ.get("CACHE_SIZE", "512"))'
+    )
+    assert secret_removal_problem(before, tuned) is None
+    assert secret_removal_problem(before, tuned.replace('"512"', '"513"')) is not None
+    # a secret's value never survives as a default
+    kept = before.replace(f'"{KEY}"', f'os.environ.get("SECRET_KEY", "{KEY}")')
+    assert secret_removal_problem(before, kept) is not None
 
 
 def test_a_removal_needs_a_secret_to_remove() -> None:

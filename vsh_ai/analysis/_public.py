@@ -11,7 +11,9 @@ Explicit recognisers, each checking the value's structure, not just its shape:
   same algorithm; lines inside a ``BEGIN PGP PUBLIC KEY BLOCK`` armour.
 
 The maintained detector has the last word: a line :func:`find_secrets` flags is never
-public (a UUID assigned to ``api_key`` is an API key).
+public (a UUID assigned to ``api_key`` is an API key). Nor is a line whose own words say
+secret, key, token or password unless a file name says what its checksum is of
+(``SESSION_SECRET (sha256): <hex>`` is a credential, ``app.tar.gz sha256 <hex>`` is not).
 """
 
 from __future__ import annotations
@@ -65,7 +67,25 @@ def public_spans(line: str) -> list[tuple[int, int]]:
             spans.append(match.span())
     if spans and find_secrets(line):
         return []  # the detector says this line holds a secret: nothing here is public
+    if spans and _names_a_secret(line, spans):
+        return []  # `SESSION_SECRET (sha256): <hex>`: a credential, whatever it is called
     return spans
+
+
+_SECRET_WORDS = re.compile(
+    r"(?i)secret|passw|passphrase|token|api[_\-\s]?key|private|credential|signing|salt|pepper|"
+    r"(?<![a-z])(?:key|auth|pwd|pin)(?![a-z])|_key(?![a-z])|key_"
+)
+_FILE_NAME = re.compile(r"(?<![\w.])[\w\-]+(?:\.[A-Za-z][A-Za-z0-9]{0,7})+(?![\w])")
+
+
+def _names_a_secret(line: str, spans: list[tuple[int, int]]) -> bool:
+    """The words around the values say secret, key, token or password, and no file name
+    says what the value is a checksum of (``app.tar.gz``): then it is not public."""
+    rest = line
+    for start, end in sorted(spans, reverse=True):
+        rest = rest[:start] + " " + rest[end:]
+    return _SECRET_WORDS.search(rest) is not None and _FILE_NAME.search(rest) is None
 
 
 def pgp_public_lines(text: str) -> set[int]:

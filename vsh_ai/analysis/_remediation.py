@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterable
 
 from ._config import ConfigSyntaxError, flatten, parse_config, typed_equal
@@ -50,11 +51,13 @@ def secret_removal_problem(before: str, after: str, secrets: list[str] | None = 
         return "the old version holds no hard-coded secret it replaces"
     try:
         helpers = {f.name for f in new.body if isinstance(f, ast.FunctionDef) and _env_only(f)}
+        moved = _moved(old, new)
         old_body = [
-            _dump(_Normalise(before, spans, set(), looked_up).visit(s)) for s in _kept(old.body)
+            _dump(_Normalise(before, spans, set(), looked_up, moved).visit(s))
+            for s in _kept(old.body)
         ]
         new_body = [
-            _dump(_Normalise(None, [], helpers, looked_up).visit(s)) for s in _kept(new.body)
+            _dump(_Normalise(None, [], helpers, looked_up, moved).visit(s)) for s in _kept(new.body)
         ]
     except RecursionError:
         return "it is nested too deeply to compare"
@@ -146,11 +149,21 @@ class _Normalise(ast.NodeTransformer):
         spans: list[tuple[int, int]],
         helpers: set[str],
         looked_up: set[str],
+        moved: frozenset[str] = frozenset(),
     ) -> None:
         self._offsets = _line_offsets(text) if text is not None else []
         self._spans = spans
         self._helpers = helpers
         self._looked_up = looked_up
+        self._moved = moved
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        target = _single_name(node)
+        if target is not None and target in self._moved:
+            return ast.copy_location(
+                ast.Assign([node.targets[0]], self._stand_in(node.value)), node
+            )
+        return self.generic_visit(node)  # type: ignore[return-value]
 
     def _stand_in(self, node: ast.expr) -> ast.expr:
         return ast.copy_location(ast.Constant(_STAND_IN), node)
@@ -196,6 +209,93 @@ class _Normalise(ast.NodeTransformer):
         start = self._offsets[node.lineno - 1] + node.col_offset
         end = self._offsets[node.end_lineno - 1] + node.end_col_offset
         return any(s < end and start < e for s, e in self._spans)
+
+
+_CONVERSIONS = frozenset(("int", "float", "str", "bool"))
+
+
+def _single_name(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        if isinstance(target, ast.Name):
+            return target.id
+    return None
+
+
+def _moved(old: ast.Module, new: ast.Module) -> frozenset[str]:
+    """Module constants now read from the environment under their own name.
+
+    ``NAME = <literal>`` became ``NAME = os.environ.get("NAME", d)`` (or ``[...]``,
+    ``os.getenv``, wrapped in ``int``/``float``/``str``/``bool``) where ``d`` is a
+    placeholder or, for a name and value that are not secrets, the old value itself
+    (``TOKEN_CACHE_SIZE = int(os.getenv("TOKEN_CACHE_SIZE", "512"))``): nothing new is
+    written, and a secret's value never survives as a default.
+    """
+    constants: dict[str, ast.Constant] = {}
+    for statement in old.body:
+        name = _single_name(statement)
+        if (
+            name is not None
+            and isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Constant)
+        ):
+            constants[name] = statement.value
+    out: set[str] = set()
+    for statement in new.body:
+        name = _single_name(statement)
+        if name is None or name not in constants or not isinstance(statement, ast.Assign):
+            continue
+        if _env_value(statement.value, name, constants[name]):
+            out.add(name)
+    return frozenset(out)
+
+
+def _env_value(node: ast.expr, name: str, old: ast.Constant) -> bool:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _CONVERSIONS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        node = node.args[0]
+    key: ast.expr | None = None
+    default: ast.expr | None = None
+    if isinstance(node, ast.Subscript) and _environ(node.value):
+        key = node.slice
+    elif isinstance(node, ast.Call) and not node.keywords and 1 <= len(node.args) <= 2:
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr == "get" and _environ(func.value)) or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "getenv"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "os"
+        ):
+            key = node.args[0]
+            default = node.args[1] if len(node.args) == 2 else None
+    if not (isinstance(key, ast.Constant) and key.value == name):
+        return False
+    value = old.value
+    if default is None or _placeholder_default(default):
+        # the value left the code: only a secret's removal is this allowance's business
+        return _secret_name(name) or (isinstance(value, str) and _secret_value(name, value))
+    if not isinstance(default, ast.Constant) or _secret_name(name):
+        return False
+    same = default.value == value or (
+        isinstance(default.value, str)
+        and not isinstance(value, str)
+        and default.value == str(value)
+    )
+    return same and not find_secrets(str(value))
+
+
+_CREDENTIAL_URL = re.compile(r"^[A-Za-z][\w+.\-]*://[^/@\s]+@")
+
+
+def _secret_value(name: str, value: str) -> bool:
+    """A literal holding a credential the detector may not flag: a URL with user info
+    (a Sentry DSN embeds its key so) or one the detector flags."""
+    return bool(_CREDENTIAL_URL.match(value) or find_secrets(f"{name} = {value!r}"))
 
 
 def _line_offsets(text: str) -> list[int]:

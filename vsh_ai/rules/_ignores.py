@@ -79,6 +79,39 @@ def _matches(pattern: str, relative: str) -> bool:
     return False
 
 
+_SECRET_WORDS = re.compile(
+    r"(?i)(env|pem|key|secret|credential|token|passw|p12|pfx|id_|settings|vault|\.ssh|\.aws)"
+)
+
+
+def _folders(pattern: str) -> list[str]:
+    """The literal folders a pattern names before its first wildcard (``a``, ``a/b``)."""
+    pieces = pattern.strip("/").split("/")[:-1]
+    out: list[str] = []
+    for piece in pieces:
+        if not piece or any(c in piece for c in "*?"):
+            break
+        out.append(f"{out[-1]}/{piece}" if out else piece)
+    return out
+
+
+def _secret_ignores(text: str) -> tuple[str, ...]:
+    """The file's ignore rules that name secrets (``settings.toml``, ``/secrets/``), as
+    globs relative to its folder: what a later ``!`` rule must not undo."""
+    out: list[str] = []
+    for line in text.splitlines():
+        body = line.strip()
+        if not body or body.startswith(("#", "!")) or not _SECRET_WORDS.search(body):
+            continue
+        if _UNMODELLED.search(body):
+            continue
+        directory = body.endswith("/")
+        body = body.rstrip("/")
+        glob_ = body.lstrip("/") if "/" in body else f"**/{body}"
+        out.append(f"{glob_}/**" if directory else glob_)
+    return tuple(out)
+
+
 class IgnoreReincludes(Rule):
     """Added ``!`` lines in ignore files must not re-include ``secret_paths``."""
 
@@ -125,11 +158,12 @@ class IgnoreReincludes(Rule):
                 unclear[change.path] = "its lines cannot be read"
                 continue
             folder = change.path.rpartition("/")[0]
+            ignored = _secret_ignores(evidence.before_text(change.path) or "")
             for number, line in added:
                 body = line.strip()
                 if not body.startswith("!"):
                     continue
-                found = self._judge(body[1:].strip(), folder)
+                found = self._judge(body[1:].strip(), folder, ignored)
                 where = f"{change.path} line {number} (`{body[:80]}`)"
                 if found == "unclear":
                     unclear[where] = found
@@ -154,15 +188,24 @@ class IgnoreReincludes(Rule):
             )
         return None
 
-    def _judge(self, pattern: str, folder: str) -> str | None:
-        """A secret path the pattern re-includes, "unclear", or None (nothing secret)."""
+    def _judge(self, pattern: str, folder: str, ignored: tuple[str, ...] = ()) -> str | None:
+        """A secret path the pattern re-includes, "unclear", or None (nothing secret).
+
+        Examples of a secret glob at any depth are tried at the root and under each folder
+        the pattern names (``!config/*`` re-includes ``config/.env``); ``ignored`` are the
+        file's own ignore rules that name secrets (``settings.toml``), tried the same way.
+        """
         if not pattern or _UNMODELLED.search(pattern):
             return "unclear" if pattern else None
-        for secret in self.secret_paths:
+        prefixes = _folders(pattern)
+        for secret in (*self.secret_paths, *ignored):
             rooted = not secret.startswith("**/")
-            if rooted and folder:
+            if rooted and folder and secret not in ignored:
                 continue  # a root-anchored glob: nothing below another folder matches it
-            for example in _examples(secret):
+            examples = _examples(secret)
+            if not rooted:
+                examples += [f"{p}/{e}" for p in prefixes for e in examples]
+            for example in examples:
                 if matching(self.public, example, ignore_case=True) is None and _matches(
                     pattern, example
                 ):
