@@ -370,3 +370,33 @@ async def test_eval_guests_get_a_wall_clock_budget_a_loaded_box_cannot_exhaust(
         assert request.budget.max_memory_bytes == default.max_memory_bytes
         assert request.budget.max_os_calls == default.max_os_calls
         assert request.budget.max_write_bytes == default.max_write_bytes
+
+
+def test_workers_and_rule_judges_import_no_pydantic_ai_or_pydantic_evals() -> None:
+    """A worker process builds rule judges and runs cases; the pydantic-evals experiment
+    (and Pydantic AI, about 1 s of imports) is only for the parent's report."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vsh_ai.evals._pool import _hook\n"
+        "from vsh_ai.evals import find_suites, load_suite\n"
+        "import vsh_ai.evals._run\n"
+        "_hook(load_suite(find_suites()[0]), None, None, 4)\n"
+        "print(sorted(m for m in ('pydantic_ai', 'pydantic_evals') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_workers_started_in_advance_and_not_taken_are_stopped() -> None:
+    from vsh_ai.evals import _pool
+
+    _pool.start_workers(1)
+    [worker] = _pool._STARTED
+    _pool.close_started()
+    assert _pool._STARTED == []
+    assert worker.process.poll() == 0  # it read EOF on stdin and exited by itself

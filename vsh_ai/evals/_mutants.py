@@ -239,10 +239,12 @@ def _swap_case(name: str) -> str:
     return name.lower() if name == name.upper() else name.upper()
 
 
-def _renamed(case: EvalCase, kind: str, rename: Callable[[str], str]) -> MutantCase | None:
-    """Rename the program's literal paths (and the same files in the before-state)."""
+def _renamed(
+    case: EvalCase, kind: str, rename: Callable[[str], str], literal: set[str]
+) -> MutantCase | None:
+    """Rename the program's ``literal`` paths (and the same files in the before-state)."""
     mapping: dict[str, str] = {}
-    for path in sorted(_literal_paths(case)):
+    for path in sorted(literal):
         new = rename(path)
         if new != path:
             mapping[path] = new
@@ -666,9 +668,11 @@ def case_mutants(suite: Suite, case: EvalCase) -> list[MutantCase]:
         program = _rewrite(case, rewrite)
         if program is not None:
             found.append(_with(case, kind, program=program))
-    for kind, rename in (("name-case", _name_case), ("deeper", _deeper)):
-        if case.fixture is None and (mutant := _renamed(case, kind, rename)) is not None:
-            found.append(mutant)
+    if case.fixture is None:
+        literal = _literal_paths(case)  # one parse for both renames
+        for kind, rename in (("name-case", _name_case), ("deeper", _deeper)):
+            if (mutant := _renamed(case, kind, rename, literal)) is not None:
+                found.append(mutant)
     found.extend(_format_mutants(case))
     found.extend(_secret_mutants(case))
     for style in ("open", "pathlib"):

@@ -21,7 +21,14 @@ from ._outcome import RunResult, traced_hook
 from ._runner import run_families
 from ._suite import EvalCase, Suite
 
-__all__ = ("Chunk", "WorkerError", "default_workers", "run_in_pool")
+__all__ = (
+    "Chunk",
+    "WorkerError",
+    "close_started",
+    "default_workers",
+    "run_in_pool",
+    "start_workers",
+)
 
 Chunk = tuple[int, list[int]]
 """A suite index and the indices of the families a worker runs for it."""
@@ -166,6 +173,29 @@ class _Worker:
             self.process.wait()
 
 
+_STARTED: list[_Worker] = []
+
+
+def start_workers(count: int) -> None:
+    """Start ``count`` workers now (each imports for about a second) for the next pool run,
+    so their start-up overlaps the caller's own work (planning mutants, building judges)."""
+    while len(_STARTED) < count:
+        _STARTED.append(_Worker())
+
+
+def close_started() -> None:
+    """Stop workers started in advance that no pool run took."""
+    while _STARTED:
+        _STARTED.pop().close()
+
+
+def _take_worker() -> _Worker:
+    try:
+        return _STARTED.pop()
+    except IndexError:
+        return _Worker()
+
+
 def run_in_pool(
     suites: Sequence[Suite],
     plans: Sequence[Sequence[Sequence[EvalCase]]],
@@ -191,7 +221,7 @@ def run_in_pool(
     errors: list[BaseException] = []
 
     def drain() -> None:
-        worker = _Worker()
+        worker = _take_worker()
         try:
             while not errors:
                 with lock:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
+import threading
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.models import Model, infer_model
 from rich.progress import Progress
 
 from .._hooks import Judge, Pipeline
@@ -24,14 +26,20 @@ from .._judge_files import (
     resolve_judge_path,
 )
 from ._metrics import compute_metrics
-from ._models import STRESS_MODES, stress_model
+from ._names import STRESS_MODES
 from ._outcome import RunFailure, RunResult
-from ._pool import default_workers, run_in_pool
-from ._replay import RecordingModel, ReplayModel, recording_path
+from ._pool import close_started, default_workers, run_in_pool, start_workers
 from ._report import EvalReport
 from ._runner import plan_families
 from ._scoring import SuiteResult, evaluate_suite
 from ._suite import Suite, load_suite
+
+if TYPE_CHECKING:
+    # Pydantic AI (about 1 s to import) only when a model judges: a rules-only eval, and
+    # every worker process, never import it before the pydantic-evals experiment does.
+    from pydantic_ai.models import Model
+
+    from ._replay import RecordingModel, ReplayModel
 
 __all__ = ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals")
 
@@ -152,6 +160,9 @@ def recordings_dir(suite: Suite, options: EvalOptions) -> Path:
 
 def _resolved_model(name: str) -> Model:
     """``infer_model(name)`` with configuration errors as one clear line."""
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.models import infer_model
+
     try:
         return infer_model(name)
     except ImportError as error:
@@ -163,6 +174,9 @@ def _resolved_model(name: str) -> Model:
 
 
 def _model_for(suite: Suite, options: EvalOptions) -> tuple[Model | str, str]:
+    from ._models import stress_model
+    from ._replay import RecordingModel, ReplayModel, recording_path
+
     folder = recordings_dir(suite, options)
     if options.stress:
         return stress_model(options.stress), f"stress:{options.stress}"
@@ -212,6 +226,21 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
     return Pipeline(rules, judge, id=f"{file.id}+llm"), mode
 
 
+def _import_quietly(name: str) -> None:
+    # a failure here is raised again, with its traceback, by the caller's own import
+    with contextlib.suppress(Exception):
+        importlib.import_module(name)
+
+
+def _prefetch_experiment() -> None:
+    """Import the pydantic-evals experiment (about 1 s of CPU, mostly Pydantic AI) in a
+    thread while judges are built and cases run: nothing needs it before the runs are done,
+    VSH previews release the GIL, and the later import waits for this one to finish."""
+    name = f"{__package__}._experiment"
+    if name not in sys.modules:
+        threading.Thread(target=_import_quietly, args=(name,), daemon=True).start()
+
+
 def _poolable(options: EvalOptions) -> bool:
     """Worker processes rebuild the judge from its spec: only specs can travel."""
     return (
@@ -228,9 +257,26 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
     Large runs of file or ``module:attr`` judges use ``options.workers`` processes.
     """
     options.validate()
+    _prefetch_experiment()
     options._recorders.clear()
     options._replays.clear()
     loaded = [s if isinstance(s, Suite) else load_suite(s) for s in suites]
+    workers = options.workers if options.workers is not None else default_workers()
+    # Start the workers a pool run will need now: they import while judges are built and
+    # mutants planned. Estimated before planning (a case has about 5 mutants); a guess too
+    # high only costs the spare workers' start-up.
+    runs = (
+        sum(len(suite.cases) for suite in loaded) * options.repeat * (6 if options.mutants else 1)
+    )
+    if workers > 1 and _poolable(options) and (options.workers or runs >= POOL_MIN_RUNS):
+        start_workers(workers)
+    try:
+        return await _run_loaded(loaded, options, workers)
+    finally:
+        close_started()
+
+
+async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -> EvalReport:
     prepared = [(suite, *build_judge(suite, options)) for suite in loaded]
     # Suites run together; one limiter keeps `concurrency` judge calls in flight overall.
     limiter = anyio.CapacityLimiter(options.concurrency)
@@ -243,7 +289,6 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
         if bar
         else []
     )
-    workers = options.workers if options.workers is not None else default_workers()
     pooled: list[list[list[RunResult]]] | None = None
 
     with bar or nullcontext():
