@@ -8,7 +8,7 @@ from test_rules_python_proofs import FILES, JUDGE, Build, claim, patch, run
 
 from vsh_ai.analysis._python_annotations import annotation_only
 from vsh_ai.analysis._python_facts import module_facts
-from vsh_ai.rules._proofs import AllowPythonAnnotations, AllowTestAdditions
+from vsh_ai.rules._proofs import AllowPythonAnnotations, AllowTestAdditions, _may_be_refactor
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +202,12 @@ async def test_quote_style_is_formatting_when_asked(
     program = patch("src/pkg/split.py", "line.split('=', 1)", '(line.split("=", 1))')
     evidence = await run(evidence_for, program, files, intent=intent)
     assert (await JUDGE.review(evidence)).decision == "review"
+
+
+def test_added_functions_do_not_wake_the_refactor_proof() -> None:
+    """A new def line is a new function, never a local-variable refactor: only modified
+    def lines (a parameter rename) and assignment lines run the proof (a prefilter)."""
+    before = b"def f(a):\n    return a\n"
+    assert not _may_be_refactor(before, before + b"\n\ndef test_g():\n    assert f(1) == 1\n")
+    assert _may_be_refactor(before, b"def f(b):\n    return b\n")
+    assert _may_be_refactor(before, b"def f(a):\n    x = a\n    return x\n")

@@ -139,16 +139,21 @@ def _may_be_annotations(old: bytes, new: bytes) -> bool:
 def _may_be_refactor(before: bytes, after: bytes) -> bool:
     """Cheap necessary condition: an added or removed assignment line, or a changed def.
 
-    Only a prefilter: a False here leaves the edit unproven.
+    Only a prefilter: a False here leaves the edit unproven. A def line only added or
+    only removed is a new or deleted function, which no local-variable refactor makes
+    (a parameter rename modifies the line).
     """
     lines = line_diff(before.decode("utf-8", "replace"), after.decode("utf-8", "replace"))
     old, new = (
         before.decode("utf-8", "replace").splitlines(),
         after.decode("utf-8", "replace").splitlines(),
     )
-    touched = [new[j - 1] for j in (*lines.added, *lines.modified)]
-    touched += [old[i - 1] for i in (*lines.removed, *lines.modified.values())]
-    return any(_ASSIGNED.match(text) or _DEF.match(text) for text in touched)
+    modified = [new[j - 1] for j in lines.modified]
+    modified += [old[i - 1] for i in lines.modified.values()]
+    if any(_ASSIGNED.match(text) or _DEF.match(text) for text in modified):
+        return True
+    touched = [new[j - 1] for j in lines.added] + [old[i - 1] for i in lines.removed]
+    return any(_ASSIGNED.match(text) for text in touched)
 
 
 class AllowPythonAnnotations(_PythonProof):
