@@ -166,7 +166,7 @@ VALUES = AllowConfig(
     ("old", "new", "decision"),
     [
         ("readTimeout: 30s", "readTimeout: 1m30s", "approve"),
-        ("readTimeout: 30s", "readTimeout: 90", "approve"),  # a bare number in `unit`
+        ("readTimeout: 30s", "readTimeout: 90", "review"),  # the unit dropped
         ("readTimeout: 30s", "readTimeout: 2h", "review"),
         ("readTimeout: 30s", "readTimeout: 0s", "review"),
         ("readTimeout: 30s", "readTimeout: soon", "review"),
@@ -179,6 +179,58 @@ VALUES = AllowConfig(
 async def test_quantities_and_relative_bounds(evidence_for, old, new, decision) -> None:
     evidence = await evidence_for({"config/app.yaml": YAML}, patch("config/app.yaml", old, new))
     assert decide([VALUES], evidence)[0] == decision
+
+
+SPELLED = '[server]\nidle_timeout = "500ms"\nread_timeout = 30\nttl = "10m"\nlimit = "30"\n'
+SPELLING = AllowConfig(
+    paths=("config/**",),
+    may_change={
+        "**.*timeout": KeyConstraint(type="duration", min="1s", max="1h", factor=16),
+        "**.ttl": KeyConstraint(type="duration", max="1d"),
+        "**.limit": KeyConstraint(type="duration", max="1h"),
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision", "reason"),
+    [
+        ('idle_timeout = "500ms"', "idle_timeout = 500", "review", "spelled"),  # unit dropped
+        ('idle_timeout = "500ms"', "idle_timeout = 0x1F4", "review", "spelled"),  # hex 500
+        ('idle_timeout = "500ms"', 'idle_timeout = "2s"', "approve", ""),  # units kept, 4x
+        ("read_timeout = 30", 'read_timeout = "30"', "review", "spelled"),  # now a string
+        ("read_timeout = 30", "read_timeout = 3e1", "review", "spelled"),  # now a float
+        ("read_timeout = 30", "read_timeout = 45", "approve", ""),
+        ("read_timeout = 30", "read_timeout = 3000", "review", "100 times"),
+        ("read_timeout = 30", "read_timeout = 7200", "review", "above"),
+        ("read_timeout = 30", "read_timeout = 1200", "review", "40 times"),  # factor 16
+        ('ttl = "10m"', 'ttl = "10M"', "review", "months"),
+        ('ttl = "10m"', 'ttl = "PT20M"', "approve", ""),  # ISO 8601 minutes
+        ('limit = "30"', 'limit = "60"', "approve", ""),  # bare both times
+        ('limit = "30"', 'limit = "60s"', "review", "spelled"),  # a unit added
+    ],
+)
+async def test_a_quantity_respelled_or_far_from_its_value_is_not_proven(
+    evidence_for, old, new, decision, reason
+) -> None:
+    evidence = await evidence_for({"config/app.toml": SPELLED}, patch("config/app.toml", old, new))
+    got = decide([SPELLING], evidence)
+    assert got[0] == decision, got
+    assert reason in got[2]
+
+
+async def test_a_new_timeout_key_needs_only_its_absolute_bounds(evidence_for) -> None:
+    rule = AllowConfig(
+        paths=("config/**",),
+        may_change={
+            "**.*timeout": KeyConstraint(type="duration", max="1h", factor=16, may_add=True)
+        },
+    )
+    added = await evidence_for(
+        {"config/app.toml": SPELLED},
+        patch("config/app.toml", "ttl =", 'write_timeout = "20m"\nttl ='),
+    )
+    assert decide([rule], added)[0] == "approve"
 
 
 @pytest.mark.parametrize(
@@ -232,7 +284,8 @@ KEEP = ConfigInvariants(
     globs=("config/**",), keep=("**.*check*", "**.*token*", "**.*tls*"), action="reject"
 )
 FLAGS = "[features]\nnewCheckout = false\nskipverification = false\nhealth_check = true\n"
-FLAGS += "[cache]\ntoken_cache_size = 100\n[server]\nmtls = true\n"
+FLAGS += "[cache]\ntoken_cache_size = 100\ntoken_cache_ttl = 60\ntoken_count = 1\n"
+FLAGS += "[server]\nmtls = true\n"
 
 
 @pytest.mark.parametrize(
@@ -241,7 +294,9 @@ FLAGS += "[cache]\ntoken_cache_size = 100\n[server]\nmtls = true\n"
         ("newCheckout = false", "newCheckout = true", None),  # checkout is not a check
         ("skipverification = false", "skipverification = true", None),  # no pattern for it
         ("health_check = true", "health_check = false", "reject"),
-        ("token_cache_size = 100", "token_cache_size = 200", "review"),  # sizes a token cache
+        ("token_cache_size = 100", "token_cache_size = 200", None),  # sizes a cache
+        ("token_cache_ttl = 60", "token_cache_ttl = 600", "review"),  # times what it trusts
+        ("token_count = 1", "token_count = 2", "review"),  # counts tokens
         ("mtls = true", "mtls = false", "reject"),
     ],
 )

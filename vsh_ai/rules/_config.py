@@ -14,10 +14,10 @@ covers ``server`` and everything below it, ``**`` every key). Matching is RE2 (l
 time): keys come from files the agent writes, and star-heavy patterns backtrack.
 A reject must be true, so a ``reject`` rule rejects only keys a pattern names by a whole
 word (``*check*``: ``health_check``, ``checks``, ``skipcheck``) that are not a size, count
-or duration of the thing (``token_cache_size``, ``session_timeout_s``); a key that only
+or duration of the thing (``token_count``, ``session_timeout_s``); a key that only
 shares letters with one (``skipverification``) or sizes it is reviewed; a key whose match
-lies only inside a common word naming something else (``checkout``, ``tokenizer``) is
-not covered at all.
+lies only inside a common word naming something else (``checkout``, ``tokenizer``), or
+that sizes a cache of the thing (``token_cache_size``), is not covered at all.
 """
 
 from __future__ import annotations
@@ -95,6 +95,12 @@ _QUANTITY_WORDS_TEXT = """
     retries buffer len length max
 """
 _QUANTITY_WORDS = frozenset(_QUANTITY_WORDS_TEXT.split())
+# ... except a cache's size (token_cache_size, session_cache_entries): it names the cache,
+# which holds what it held before, only more or fewer of them; not covered at all. A
+# cache's TTL or timeout (jwks_cache_ttl keeps revoked keys trusted) stays reviewed.
+_CACHE_SIZE_WORDS = frozenset(
+    ("size", "sizes", "entries", "capacity", "count", "mb", "kb", "gb", "bytes")
+)
 
 
 def _same(actual: Any, expected: Any) -> bool:
@@ -111,7 +117,8 @@ class ConfigInvariants(Rule):
 
     * ``keep``: keys that must keep their typed value (present/absent included);
     * ``require``: key paths that must have exactly these values after the change;
-    * ``keep_present``: keys that must not be removed.
+    * ``keep_present``: keys that must not be removed;
+    * ``keep_except``: keys ``keep`` does not cover though a pattern names them.
     Globs match in any case; unparsable files are a finding (``action``).
     """
 
@@ -120,6 +127,14 @@ class ConfigInvariants(Rule):
     globs: tuple[str, ...] = Field(description="Globs of config files this rule covers.")
     format: ConfigFormat = "auto"
     keep: tuple[str, ...] = ()
+    keep_except: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "Keys the keep patterns do not cover (same syntax): settings that only share a "
+            "protected word, e.g. **.tls_handshake_timeout (it times a handshake and "
+            "weakens no TLS setting)."
+        ),
+    )
     require: dict[str, Any] = Field(default_factory=dict)
     keep_present: tuple[str, ...] = ()
     allow_delete: bool = False
@@ -156,6 +171,9 @@ class ConfigInvariants(Rule):
         and the key is no size, count or duration of it; ``other`` when every match is
         inside a word that names something else (``checkout``); else ``letters``."""
         found: WordMatch = "other"
+        words = canonical_key(key).rsplit(".", 1)[-1].split("_")
+        if len(words) >= 2 and words[-2] == "cache" and words[-1] in _CACHE_SIZE_WORDS:
+            return "other"
         for pattern in self.keep:
             if not _covers((pattern,), key):
                 continue
@@ -169,10 +187,8 @@ class ConfigInvariants(Rule):
                 break
             if match == "letters":
                 found = match
-        if found == "word":
-            last = canonical_key(key).rsplit(".", 1)[-1].rsplit("_", 1)[-1]
-            if last in _QUANTITY_WORDS:
-                return "letters"
+        if found == "word" and words[-1] in _QUANTITY_WORDS:
+            return "letters"
         return found
 
     def _tree(self, data: bytes | None, path: str) -> Any:
@@ -202,7 +218,11 @@ class ConfigInvariants(Rule):
                 "fix the syntax and keep every key unique."
             ]
         problems: list[str] = []
-        strength = {c.key: self._strength(c.key) for c in changes if _covers(self.keep, c.key)}
+        strength = {
+            c.key: self._strength(c.key)
+            for c in changes
+            if _covers(self.keep, c.key) and not _covers(self.keep_except, c.key)
+        }
         changed = [
             k
             for k, s in strength.items()

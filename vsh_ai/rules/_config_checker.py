@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,7 +135,11 @@ class Checker:
             old, old_error = self._coerce(before, constraint.type, constraint.unit)
             if old_error:
                 old = self.missing
-        problem = self._problem(value, old, constraint)
+        problem = None
+        if old is not self.missing and constraint.type in ("duration", "size"):
+            problem = _respelled(before, after, constraint.type)
+        if problem is None:
+            problem = self._problem(value, old, constraint, new_key=before is self.missing)
         if problem:
             return False, f"{key} = {short(after)} {problem}; it must be {describe()}"
         how = "uncomments the documented option, " if uncommented else ""
@@ -193,14 +198,19 @@ class Checker:
                 return f"has {text}"
         return None
 
-    def _problem(self, value: Any, old: Any, constraint: KeyConstraint) -> str | None:
+    def _problem(
+        self, value: Any, old: Any, constraint: KeyConstraint, *, new_key: bool = False
+    ) -> str | None:
         kind = constraint.type
         if kind in _NUMERIC:
             if constraint.min is not None and value < constraint.min:
                 return f"is below {quantity(constraint.min, kind)}"
             if constraint.max is not None and value > constraint.max:
                 return f"is above {quantity(constraint.max, kind)}"
-            relative = _relative_problem(value, old, constraint, self.missing)
+            # A key the constraint lets appear has no current value: its absolute bounds
+            # are the whole claim. A present value that did not read is no such case.
+            fresh = new_key and constraint.may_add
+            relative = None if fresh else _relative_problem(value, old, constraint, self.missing)
             if relative:
                 return relative
         if kind == "string" and constraint.direction is not None:
@@ -252,6 +262,16 @@ class Checker:
 
 
 _NUMERIC = ("integer", "number", "duration", "size")
+# A capital M after a number, outside ISO 8601 (PT10M): months to some duration parsers.
+_MONTHS = re.compile(r"[0-9]\s*M(?![a-zA-Z])")
+
+
+def _months(text: str) -> bool:
+    """A short duration with a capital ``M`` unit, ISO 8601's ``PT10M`` aside."""
+    stripped = text.strip()
+    if len(stripped) > 64 or stripped[:1] in ("P", "p"):
+        return False
+    return _MONTHS.search(stripped) is not None
 
 
 def _quantity(value: Any, kind: str, unit: str | None) -> tuple[Any, str | None]:
@@ -268,10 +288,49 @@ def _quantity(value: Any, kind: str, unit: str | None) -> tuple[Any, str | None]
             number = in_unit(float(text), base, kind)
         else:
             number = duration_seconds(text) if kind == "duration" else size_bytes(text)
+    if isinstance(value, str) and kind == "duration" and _months(value):
+        return None, (
+            "a duration read the same everywhere ('M' is months in some parsers and "
+            "minutes in others; write 'm' or 'min')"
+        )
     if number is None or not math.isfinite(number):
         spelled = "'30s', '1h30m', '500ms'" if kind == "duration" else "'512MB', '4 GiB'"
         return None, f"a {kind} ({spelled} or a number in {base})"
     return number, None
+
+
+def _spelling(value: Any) -> str:
+    """How a quantity is spelled: a number, a number in quotes, or text with units."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a floating-point number"
+    if isinstance(value, str):
+        text = value.strip()
+        if _INTEGER.fullmatch(text):
+            return "a bare number in quotes"
+        if _NUMBER.fullmatch(text):
+            return "a bare decimal in quotes"
+        return "a quantity with units"
+    return "another kind of value"
+
+
+def _respelled(before: Any, after: Any, kind: str) -> str | None:
+    """Why a duration/size whose spelling changed kind is not proven, or None.
+
+    Dropping or adding the unit (``"500ms"`` -> ``500``), quotes (``30`` -> ``"30"``),
+    or an integer turning into a float (``30`` -> ``3e1``) changes how loaders read it:
+    a bare number is seconds to one, milliseconds or nanoseconds to another."""
+    old, new = _spelling(before), _spelling(after)
+    if old == new:
+        return None
+    return (
+        f"changes how the value is spelled ({old} {short(before)} -> {new}); loaders read "
+        f"a bare number in different units, so the new {kind} is not proven to mean what "
+        "the old one did; keep the spelling kind"
+    )
 
 
 def _relative_problem(
