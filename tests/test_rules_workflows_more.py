@@ -178,6 +178,9 @@ async def test_matrix_entries(evidence_for: Build) -> None:
     )
     assert injected.decision == "reject", injected.reason
     assert "shell syntax its scripts run as code" in injected.reason
+    spec = await decide(evidence_for, entry, entry + "          - {python: '>=3.12'}\n")
+    assert spec.decision == "review", spec.reason  # a redirection, no command: not a reject
+    assert "shell syntax in a matrix value" in spec.reason
     unquoted = await decide(evidence_for, '["3.11", "3.12"]', '["3.11", "3.12", 3.10]')
     assert unquoted.decision == "review", unquoted.reason
     assert "reads an unquoted 3.10 as the number 3.1" in unquoted.reason
@@ -226,6 +229,10 @@ async def test_a_removed_checksum_check_is_rejected_and_new_downloads_reviewed(
     removed = await decide(evidence_for, check, "")
     assert removed.decision == "reject", removed.reason
     assert "removes the checksum or signature check" in removed.reason
+    fetch = "          curl -fsSLo data.tgz https://example.org/data.tgz\n"
+    both = await decide(evidence_for, fetch + check, "")
+    assert both.decision == "review", both.reason  # the download went too: nothing unverified
+    assert "removes the checksum or signature check" in both.reason
     fetched = await decide(
         evidence_for,
         "      - run: ruff check .\n      - run: tox",

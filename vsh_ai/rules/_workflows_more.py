@@ -27,6 +27,7 @@ from ..analysis._workflows import (
 )
 
 Finding = tuple[Literal["reject", "review"], str]
+_PIN_COMMENT = re.compile(r"@([0-9a-fA-F]{40})[ \t]*#[ \t]*(\S+)")
 Pins = Mapping[str, Mapping[str, str]]
 
 # Folders and files of the runner's home that hold credentials (home-relative).
@@ -165,6 +166,9 @@ def pin_findings(
                 elif a is not None and a.version is not None:
                     versions.setdefault(a.name, []).append((a.version, a.ref))
     table = {name.lower(): pins for name, pins in known.items()}
+    comments: dict[str, str] = {}
+    for sha, note in _PIN_COMMENT.findall(text):  # one pass over the text
+        comments.setdefault(sha.lower(), note)
     for job in after.jobs.values():
         for step in job_steps(job):
             action = parse_action(step.get("uses"))
@@ -174,8 +178,7 @@ def pin_findings(
             if (action.name, sha) in seen:
                 continue
             seen.add((action.name, sha))
-            match = re.search(rf"@{sha}\s*#\s*(\S+)", text, re.IGNORECASE)
-            comment = match.group(1) if match else None
+            comment = comments.get(sha)
             pins = table.get(action.name, {})
             listed = [v for v, s in pins.items() if s.lower() == sha]
             claimed = version_of(comment) if comment else None
@@ -223,7 +226,9 @@ def _matrix(job: Mapping[str, Any]) -> Mapping[str, Any]:
     return matrix if isinstance(matrix, Mapping) else {}
 
 
-_SHELL = re.compile(r"[;|&`$<>\n]|\$\(")
+_SHELL = re.compile(r"[;|&`$<>\n]")
+_CODE = re.compile(r"[;|&`\n]|\$\(")  # ends or chains a command when pasted unquoted
+_RUNS = re.compile(r"`|\$\(")  # runs a command inside double quotes too
 _PYTHON_KEYS = ("python", "python-version", "python_version", "py")
 
 
@@ -238,7 +243,8 @@ def matrix_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Fi
         old_include, new_include = old.get("include"), new.get("include")
         if isinstance(old_include, list):
             kept = new_include if isinstance(new_include, list) else []
-            gone = [e for e in old_include if not any(typed_equal(e, n) for n in kept)]
+            kept_keys = {_key(n) for n in kept}
+            gone = [e for e in old_include if _key(e) not in kept_keys]
             if gone:
                 yield (
                     "review",
@@ -246,11 +252,12 @@ def matrix_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Fi
                     f"include ({str(gone[0])[:60]}), which can end testing a platform or version.",
                 )
         script = " ".join(run_text(step) for step in job_steps(job))
+        old_values = {(k, _key(v)) for k, v in _values(old)}
         for key, value in _values(new):
-            if any(typed_equal(value, v) for k, v in _values(old) if k == key):
+            if (key, _key(value)) in old_values:
                 continue
             if isinstance(value, str) and _SHELL.search(value):
-                used = re.search(rf"matrix\.{re.escape(key)}\b", script)
+                used = _pasted(script, key, value)
                 yield (
                     "reject" if used else "review",
                     f"{path}: job {jid!r} adds the matrix value {key} = {value[:60]!r}, shell "
@@ -262,6 +269,27 @@ def matrix_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Fi
                     f"{path}: job {jid!r} adds Python {value!r} to its matrix: YAML reads an "
                     f"unquoted 3.{int(value * 10) % 10}0 as the number {value!r}; quote it.",
                 )
+
+
+def _key(value: Any) -> str:
+    """A value with its type, for set look-ups (different spellings only cost a review)."""
+    return f"{type(value).__name__}:{value!r}"
+
+
+def _pasted(script: str, key: str, value: str) -> bool:
+    """``${{ matrix.KEY }}`` appears in a script where ``value`` runs as shell code: unquoted
+    with a command separator, or in double quotes with a command substitution."""
+    for match in re.finditer(rf"\$\{{\{{\s*matrix\.{re.escape(key)}\s*\}}\}}", script):
+        line = script[script.rfind("\n", 0, match.start()) + 1 : match.start()]
+        quote = ""
+        for char in line:
+            if quote and char == quote:
+                quote = ""
+            elif not quote and char in "'\"":
+                quote = char
+        if (not quote and _CODE.search(value)) or (quote == '"' and _RUNS.search(value)):
+            return True
+    return False
 
 
 def _values(matrix: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -314,12 +342,12 @@ def job_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Findi
                     f"{path}: job {jid!r} gets the condition if: {str(condition)[:80]}, which "
                     "can skip its checks.",
                 )
-        old_steps = job_steps(old_job)
+        old_conditions = {_key(s.get("if")) for s in job_steps(old_job)}
         for step in job_steps(job):
             condition = step.get("if")
             if condition is None or not check_tools(step):
                 continue
-            if not any(typed_equal(condition, s.get("if")) for s in old_steps):
+            if _key(condition) not in old_conditions:
                 yield (
                     "review",
                     f"{path}: a check step of job {jid!r} gets the condition if: "
@@ -338,13 +366,14 @@ def job_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Findi
                     )
         old_checks = {x for x in before.lines.get(jid, ()) if _VERIFY.search(x)}
         new_checks = {x for x in after.lines.get(jid, ()) if _VERIFY.search(x)}
-        downloads = any(_DOWNLOAD.search(x) for x in after.lines.get(jid, ()))
-        if downloads and len(new_checks) < len(old_checks):
+        old_fetches = {x for x in before.lines.get(jid, ()) if _DOWNLOAD.search(x)}
+        if len(new_checks) < len(old_checks):
             gone = sorted(old_checks - new_checks)[0]
+            kept = old_fetches <= after.lines.get(jid, frozenset())  # every download still there
             yield (
-                "reject",
-                f"{path}: job {jid!r} removes the checksum or signature check `{gone[:80]}` of "
-                "a file it still downloads.",
+                "reject" if kept and old_fetches else "review",
+                f"{path}: job {jid!r} removes the checksum or signature check `{gone[:80]}`"
+                + (" of a file it still downloads." if kept and old_fetches else "."),
             )
         for line in sorted(new_lines):
             if _DOWNLOAD.search(line):
