@@ -263,3 +263,22 @@ async def test_a_config_secret_replaced_by_a_reference(
     code = f"p = '/workspace/config/app.yaml'\nvsh_read(p)\nvsh_write(p, {new!r})"
     verdict = await decide(evidence_for, code, files)
     assert verdict.decision == decision, verdict.reason
+
+
+async def test_a_key_file_fallback_is_reviewed_by_a_rule(evidence_for) -> None:
+    """Reading a key file from disk is not an environment lookup: a final review (a model
+    after the rules cannot approve it)."""
+    new = (
+        "import os\nfrom pathlib import Path\n\nDEBUG = False\n"
+        'STRIPE_KEY = os.environ.get("STRIPE_KEY") or Path("/etc/app/stripe.key").read_text()\n'
+    )
+    verdict = await decide(evidence_for, f"vsh_write('/workspace/app/settings.py', {new!r})")
+    assert verdict.decision == "review"
+    assert verdict.judge == "secrets-hygiene/secret-file-reads"
+
+
+async def test_a_value_next_to_a_secret_name_in_docs_is_reviewed_by_a_rule(evidence_for) -> None:
+    line = "SESSION_SECRET (sha256): " + "4a7f1c9e2b8d3f6a0e5c7b9d1f3a5c7e" * 2 + "\n"
+    verdict = await decide(evidence_for, append("docs/setup.md", "\n" + line))
+    assert verdict.decision == "review"
+    assert verdict.judge == "secrets-hygiene/labelled-credentials"
