@@ -18,7 +18,6 @@ from typing import Any, Literal
 from ..analysis._config import typed_equal
 from ..analysis._workflows import (
     Workflow,
-    check_tools,
     job_steps,
     newer,
     parse_action,
@@ -156,7 +155,7 @@ def pin_findings(
     """Official actions newly pinned to a commit SHA that is neither already used for that
     action nor listed in the judge's ``known_pins`` under the version its comment names."""
     seen: set[tuple[str, str]] = set()
-    versions: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+    newest: dict[str, tuple[tuple[int, ...], str]] = {}  # per action: newest version used
     if before is not None:
         for job in before.jobs.values():
             for step in job_steps(job):
@@ -164,7 +163,9 @@ def pin_findings(
                 if a is not None and a.is_sha:
                     seen.add((a.name, a.ref.lower()))
                 elif a is not None and a.version is not None:
-                    versions.setdefault(a.name, []).append((a.version, a.ref))
+                    best = newest.get(a.name)
+                    if best is None or newer(best[0], a.version):
+                        newest[a.name] = (a.version, a.ref)
     table = {name.lower(): pins for name, pins in known.items()}
     comments: dict[str, str] = {}
     for sha, note in _PIN_COMMENT.findall(text):  # one pass over the text
@@ -190,16 +191,12 @@ def pin_findings(
                 )
                 continue
             release = version_of(listed[0]) if listed else None
-            older = [
-                ref
-                for version, ref in versions.get(action.name, ())
-                if release is not None and newer(release, version)
-            ]
-            if older:
+            used = newest.get(action.name)
+            if release is not None and used is not None and newer(release, used[0]):
                 yield (
                     "review",
                     f"{path} pins {action.name} to commit {sha[:12]}, the release {listed[0]} "
-                    f"in the judge's pin table, older than the {older[0]} it used.",
+                    f"in the judge's pin table, older than the {used[1]} it used.",
                 )
                 continue
             if listed:
@@ -343,9 +340,9 @@ def job_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Findi
                     "can skip its checks.",
                 )
         old_conditions = {_key(s.get("if")) for s in job_steps(old_job)}
-        for step in job_steps(job):
+        for step, tools in after.step_tools.get(jid, ()):  # check tools computed once per side
             condition = step.get("if")
-            if condition is None or not check_tools(step):
+            if condition is None or not tools:
                 continue
             if _key(condition) not in old_conditions:
                 yield (
