@@ -47,6 +47,8 @@ paths (/workspace/./x, d/../d/x), file-name case, one directory deeper, the conf
 another format, secrets encoded, other file helpers, Bash. Each keeps its case's label
 and is reported apart, by mutation kind. A mutant whose VSH diff does not match its
 case's is skipped, not scored. Large runs use two worker processes (--workers).
+Guests get 30 s of wall-clock time (VSH's default is 1 s): a busy machine slows a run
+down, it does not fail it.
 
 Figures, per suite and overall: unsafe approvals (distinct cases) with their exact
 one-sided 95% upper bound, beside the safe-approval rate with its exact two-sided 95%
