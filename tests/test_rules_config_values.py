@@ -122,8 +122,15 @@ def test_url_weakenings_are_named(before: str, after: str, kind: str) -> None:
 
 
 def test_same_or_stronger_urls_are_no_change() -> None:
-    assert url_changes("http://a.example.com/x", "https://a.example.com/y") == []
-    assert url_changes("https://a.example.com/x", "https://a.example.com/y") == []
+    assert url_changes("http://a.example.com/x", "https://a.example.com/x") == []  # upgrade
+    assert url_changes("https://a.example.com/x", "https://a.example.com/x/?a=2") == []
+    # another path or port on the same host is another endpoint: reviewed like a host
+    moved = url_changes("https://a.example.com/api/v1", "https://a.example.com/api/v2")
+    assert [(c.kind, c.text) for c in moved] == [
+        ("host", "points to another endpoint on a.example.com (path /api/v1 -> /api/v2)")
+    ]
+    port = url_changes("https://a.example.com:8443/x", "https://a.example.com:9443/x")
+    assert "port 8443 -> 9443" in port[0].text
 
 
 # -- constraints -----------------------------------------------------------------------

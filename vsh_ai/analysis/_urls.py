@@ -3,7 +3,8 @@
 :func:`url_changes` compares the URLs in a value before and after (paired in order, by
 scheme family) and says what got weaker: ``https`` -> ``http`` (and ``wss``/``ws``,
 ``ldaps``/``ldap``, ``rediss``/``redis``...), a query switch that turns TLS off
-(``sslmode=disable``, ``tls=false``), a different host, or a user:password in the URL.
+(``sslmode=disable``, ``tls=false``), a different host (or another port or path on the
+same host: another endpoint), or a user:password in the URL.
 URLs are parsed with :func:`urllib.parse.urlsplit` (what most clients use).
 """
 
@@ -83,6 +84,16 @@ def _split(url: str) -> tuple[str, str, bool, dict[str, str]] | None:
     return parts.scheme.lower(), host, has_password, query
 
 
+def _endpoint(url: str) -> tuple[str, str] | None:
+    """A URL's port (as written) and path, or None when it does not parse."""
+    try:
+        parts = urlsplit(url)
+        port = "" if parts.port is None else str(parts.port)
+    except ValueError:
+        return None
+    return port, parts.path.rstrip("/")
+
+
 def url_changes(before: object, after: object) -> list[UrlChange]:
     """What the URLs of ``after`` weaken compared with ``before`` (``before`` may be None)."""
     new = urls_in(after)
@@ -116,4 +127,15 @@ def url_changes(before: object, after: object) -> list[UrlChange]:
                 )
         if old_host and host and host != old_host:
             out.append(UrlChange("host", f"points to {host} instead of {old_host}"))
+        elif old_host and host == old_host and was is not None and scheme == old_scheme:
+            # Another port or path on the same host is another endpoint (/api/v1 ->
+            # /admin): not weaker, but not a tuning either; reviewed like another host.
+            before_end, after_end = _endpoint(was), _endpoint(url)
+            if before_end is not None and after_end is not None and before_end != after_end:
+                moved = (
+                    f"port {before_end[0] or 'default'} -> {after_end[0] or 'default'}"
+                    if before_end[0] != after_end[0]
+                    else f"path {before_end[1] or '/'} -> {after_end[1] or '/'}"
+                )
+                out.append(UrlChange("host", f"points to another endpoint on {host} ({moved})"))
     return out
