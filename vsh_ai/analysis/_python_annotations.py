@@ -59,6 +59,7 @@ _PLAIN_BASES = frozenset(
     {"object", "Exception", "BaseException", "ABC", "abc.ABC", "Generic", "typing.Generic"}
 )
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_FIELD = "a field annotation"
 _TYPE_FACTORIES = frozenset(
     {"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "TypeAliasType", "NamedTuple", "TypedDict"}
 )
@@ -173,6 +174,8 @@ class _Site:
     problem: str | None  # why a change here is not harmless (None: harmless)
     line: int
     stored: bool = False  # a class-body or module-level annotation (``__annotations__``)
+    code: bool = False  # the problem is code where a type belongs (a fact, not a doubt)
+    field: bool = False  # an annotation of a class with bases or decorators
 
 
 @dataclass(slots=True)
@@ -194,7 +197,12 @@ class _Stripper:
         evaluated: bool = True,
         stored: bool = False,
     ) -> None:
-        why = problem or (_impure(node) if evaluated else None)
+        impure = _impure(node) if evaluated else None
+        if impure is None and evaluated:
+            builtin = _not_a_type(node, self.types, self.first_bound)
+            impure = builtin if builtin is not None and "the builtin" in builtin else None
+        code = impure is not None  # code where a type belongs: a fact, reported first
+        why = impure or problem
         if why is None and evaluated and not self.future:
             unknown = sorted(
                 n
@@ -207,7 +215,10 @@ class _Stripper:
             why = _not_a_type(node, self.types, self.first_bound)
         while key in self.sites:  # the same name defined twice: keep both
             key = (*key, "+")
-        self.sites[key] = _Site(ast.dump(node), why, getattr(node, "lineno", 0), stored)
+        field = problem is not None and problem.startswith(_FIELD)
+        self.sites[key] = _Site(
+            ast.dump(node), why, getattr(node, "lineno", 0), stored, code, field
+        )
 
     def body(self, stmts: list[ast.stmt], scope: tuple[str, ...], kind: str) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -240,7 +251,8 @@ class _Stripper:
                 and all(_dotted(b) in _PLAIN_BASES for b in stmt.bases)
             )
             inner = (*scope, f"class {stmt.name}")
-            stmt.body = self.body(stmt.body, inner, "class" if plain else "model")
+            kind = "class" if plain else "fields" if _defines_fields(stmt) else "model"
+            stmt.body = self.body(stmt.body, inner, kind)
             return stmt
         if isinstance(stmt, ast.AnnAssign):
             return self.ann_assign(stmt, scope, kind)
@@ -290,8 +302,10 @@ class _Stripper:
     def ann_assign(self, stmt: ast.AnnAssign, scope: tuple[str, ...], kind: str) -> ast.stmt | None:
         target = ast.dump(stmt.target)
         problem = None
-        if kind == "model":
-            problem = "a field annotation of a class whose bases or decorators may read it"
+        if kind == "fields":
+            problem = f"{_FIELD} of a class whose decorator or base defines fields from it"
+        elif kind == "model":
+            problem = "an annotation in a class whose bases or decorators may read it"
         elif kind == "function" and stmt.value is None and isinstance(stmt.target, ast.Name):
             problem = f"a bare annotation makes {stmt.target.id} local to the function"
         elif stmt.value is None and _impure(stmt.target) is not None:
@@ -303,6 +317,35 @@ class _Stripper:
         if stmt.value is None:
             return None
         return ast.copy_location(ast.Assign(targets=[stmt.target], value=stmt.value), stmt)
+
+
+_FIELD_MAKERS = frozenset(
+    {
+        "dataclass",
+        "define",
+        "frozen",
+        "mutable",
+        "attrs",
+        "s",
+        "BaseModel",
+        "BaseSettings",
+        "TypedDict",
+        "NamedTuple",
+        "SQLModel",
+        "Struct",
+        "Schema",
+    }
+)
+
+
+def _defines_fields(stmt: ast.ClassDef) -> bool:
+    """A class whose decorator or base turns its annotations into fields (dataclasses,
+    attrs, pydantic, TypedDict, NamedTuple, msgspec, ...)."""
+    for node in (*stmt.decorator_list, *stmt.bases):
+        target = node.func if isinstance(node, ast.Call) else node
+        if _dotted(target).rsplit(".", 1)[-1] in _FIELD_MAKERS:
+            return True
+    return False
 
 
 def _type_checking_imports(stmt: ast.If) -> bool:
@@ -454,8 +497,6 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
         old_first, old_reader = _scan(old_tree)
         new_first, new_reader = _scan(new_tree)
         reader = old_reader or new_reader
-        if reader is not None:
-            return Proof(False, f"the module uses {reader}, which reads annotations at runtime")
         old_dump, old = _strip(old_tree, old_first)
         new_dump, new = _strip(new_tree, new_first)
     except (RecursionError, MemoryError):
@@ -464,6 +505,8 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
         return Proof(
             False, "code other than annotations, comments and docstrings changed", beyond=True
         )
+    if reader is not None:
+        return _read_at_runtime(reader, old, new)
     changed_typing = new.typing_names ^ old.typing_names
     used = (
         {n.id for t in (old_tree, new_tree) for n in ast.walk(t) if isinstance(n, ast.Name)}
@@ -482,7 +525,7 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
         changed += 1
         for site in (a, b):
             if site is not None and site.problem is not None:
-                return Proof(False, f"line {site.line}: {site.problem}")
+                return Proof(False, f"line {site.line}: {site.problem}", beyond=site.code)
         if a is not None and a.stored:
             # Changed or removed (adding a missing one is fine): other modules may read it.
             line = b.line if b is not None else a.line
@@ -494,3 +537,25 @@ def annotation_only(before: bytes, after: bytes) -> Proof:
     if not changed and not (new.typing_names - old.typing_names):
         return Proof(False, "no annotation changed")
     return Proof(True, f"only type annotations changed ({changed} changed)")
+
+
+def _read_at_runtime(reader: str, old: _Stripper, new: _Stripper) -> Proof:
+    """Never proven where a library reads annotations at runtime; a fact (``beyond``)
+    when a changed annotation is code, or a field of a class in such a module."""
+    why = f"the module uses {reader}, which reads annotations at runtime"
+    for key in old.sites.keys() | new.sites.keys():
+        a, b = old.sites.get(key), new.sites.get(key)
+        if a is not None and b is not None and a.dump == b.dump:
+            continue
+        for site in (a, b):
+            if site is not None and site.code and site.problem is not None:
+                return Proof(False, f"line {site.line}: {site.problem}", beyond=True)
+        field = next((s for s in (b, a) if s is not None and s.field), None)
+        if field is not None:
+            return Proof(
+                False,
+                f"line {field.line}: {why}: a class field's annotation changed (it defines "
+                "the field, not only its hint)",
+                beyond=True,
+            )
+    return Proof(False, why)

@@ -336,6 +336,14 @@ def _neutered(
             risky.append(("swallowed", f"{scope}: {why}", f"{scope}:{sign(block)}", line))
 
 
+def _test_bodies(tree: ast.Module) -> Iterator[tuple[str, list[ast.stmt]]]:
+    """The module body and each ``Test*`` class body (where pytest collects tests)."""
+    yield "", tree.body
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+            yield f"{stmt.name}.", stmt.body
+
+
 def _module_facts(source: str | bytes) -> ModuleFacts:
     tree = _parse(source)
     if isinstance(tree, CodeFact):
@@ -434,6 +442,18 @@ def _module_facts(source: str | bytes) -> ModuleFacts:
             if isinstance(func, ast.Attribute) and _dotted(func.value) in _COLLECTION_NAMES:
                 risky.append(("collection", f"{_dotted(func.value)}.{func.attr}", sign(node), line))
     _neutered(index, risky, sign)
+    for scope, stmts in _test_bodies(tree):
+        seen: set[str] = set()
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith(
+                "test"
+            ):
+                if stmt.name in seen:
+                    detail = (
+                        f"{scope}{stmt.name} defined again: the earlier test is never collected"
+                    )
+                    risky.append(("collection", detail, f"again:{scope}{stmt.name}", stmt.lineno))
+                seen.add(stmt.name)
     if is_test_module(tree):
         for node, what in patches(tree):
             risky.append(("patched", what, sign(node), getattr(node, "lineno", 0)))

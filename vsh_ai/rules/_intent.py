@@ -45,6 +45,11 @@ _CLAIM_PHRASES = re.compile(
     r"(?:typos?|spelling|grammar|wording|type[- ]hints?|annotations?|docstrings?|comments?|"
     r"docs|documentation|readme(?:\.md)?|changelog|formatting|whitespace)\b"
 )
+# "No behaviour change" restates the claim; it names no other work.
+_UNCHANGED = re.compile(
+    r"\b(?:no|without(?: any)?)\s+(?:functional\s+|code\s+)?(?:behaviou?r(?:al)?|logic)"
+    r"(?:\s+changes?)?\b|\bwithout\s+changing\s+(?:the\s+)?(?:behaviou?r|logic)\b"
+)
 # Any of these names other work: the claim is not exclusive, the rule stays silent.
 _OTHER_WORK = re.compile(
     r"\b(fix\w*|bugs?|refactor\w*|renam\w*|implement\w*|features?|behaviou?r\w*|logic|"
@@ -64,7 +69,7 @@ def claimed_scope(intent: str | None) -> frozenset[str]:
     claims = frozenset(name for name, pattern in _CLAIMS.items() if pattern.search(text))
     if not claims:
         return claims
-    rest = _CLAIM_PHRASES.sub(" ", text)
+    rest = _CLAIM_PHRASES.sub(" ", _UNCHANGED.sub(" ", text))
     return frozenset() if _OTHER_WORK.search(rest) else claims
 
 
