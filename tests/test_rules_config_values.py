@@ -313,6 +313,28 @@ async def test_keep_lists_reject_only_whole_words(evidence_for, old, new, decisi
     assert (verdict.decision if verdict else None) == decision
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ('tls_handshake_timeout = "10s"', 'tls_handshake_timeout = "15s"', None),  # excepted
+        ('tls_min_version = "1.2"', 'tls_min_version = "1.0"', "reject"),  # still kept
+        ('tls_session_ttl = "1h"', 'tls_session_ttl = "2h"', "review"),  # times TLS state
+    ],
+)
+async def test_keep_except_names_only_its_own_keys(evidence_for, old, new, decision) -> None:
+    rule = ConfigInvariants(
+        globs=("config/**",),
+        keep=("**.*tls*",),
+        keep_except=("**.tls_handshake_timeout",),
+        action="reject",
+    )
+    text = '[server]\ntls_handshake_timeout = "10s"\ntls_min_version = "1.2"\n'
+    text += 'tls_session_ttl = "1h"\n'
+    evidence = await evidence_for({"config/app.toml": text}, patch("config/app.toml", old, new))
+    verdict = rule.check(evidence)
+    assert (verdict.decision if verdict else None) == decision
+
+
 async def test_a_keep_match_inside_a_longer_word_is_reviewed(evidence_for) -> None:
     rule = ConfigInvariants(globs=("config/**",), keep=("**.*verif*",), action="reject")
     evidence = await evidence_for(
