@@ -282,3 +282,10 @@ async def test_a_value_next_to_a_secret_name_in_docs_is_reviewed_by_a_rule(evide
     verdict = await decide(evidence_for, append("docs/setup.md", "\n" + line))
     assert verdict.decision == "review"
     assert verdict.judge == "secrets-hygiene/labelled-credentials"
+
+
+async def test_many_reincludes_are_reviewed_not_traced(evidence_for) -> None:
+    rules = "".join(f"!build{i}/out/*.txt\n" for i in range(60))
+    verdict = await decide(evidence_for, append(".gitignore", rules))
+    assert verdict.decision == "review"
+    assert "60 `!` rules" in verdict.reason

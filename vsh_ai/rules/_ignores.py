@@ -14,6 +14,7 @@ trailing ``/`` matches folders and so everything inside; wcmatch matches each pi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from typing import ClassVar, Literal
@@ -30,12 +31,15 @@ from ._glob import check_globs, matching
 __all__ = ("IgnoreReincludes",)
 
 _FILLS = ("", "x")
+_MAX_REINCLUDES = 40
+"""More added ``!`` rules than this in one file are reviewed, not traced one by one."""
 _GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 _NAME_FLAGS = fnmatch.DOTMATCH
 _UNMODELLED = re.compile(r"[\[\]\\]")
 
 
-def _examples(secret: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)
+def _examples(secret: str) -> tuple[str, ...]:
     """Concrete paths a root-anchored secret glob matches (wildcards filled in)."""
     out: list[str] = []
     for variant in _braces(secret):
@@ -46,7 +50,7 @@ def _examples(secret: str) -> list[str]:
             name = pieces[0] + "".join(f + p for f, p in zip(fills, pieces[1:], strict=True))
             if name and "[" not in name:
                 out.append(name)
-    return out
+    return tuple(out)
 
 
 def _braces(pattern: str) -> list[str]:
@@ -159,10 +163,11 @@ class IgnoreReincludes(Rule):
                 continue
             folder = change.path.rpartition("/")[0]
             ignored = _secret_ignores(evidence.before_text(change.path) or "")
-            for number, line in added:
-                body = line.strip()
-                if not body.startswith("!"):
-                    continue
+            negations = [(n, line.strip()) for n, line in added if line.strip().startswith("!")]
+            if len(negations) > _MAX_REINCLUDES:
+                unclear[f"{change.path} ({len(negations)} `!` rules)"] = "too many to check"
+                continue
+            for number, body in negations:
                 found = self._judge(body[1:].strip(), folder, ignored)
                 where = f"{change.path} line {number} (`{body[:80]}`)"
                 if found == "unclear":
@@ -183,10 +188,23 @@ class IgnoreReincludes(Rule):
                 "review",
                 f"{describe_paths(unclear)} re-include{'s' if len(unclear) == 1 else ''} "
                 "files with a pattern this check cannot read (character classes or "
-                "escapes); spell it plainly, or ask a human to review it.",
+                "escapes, or more `!` rules than it traces); spell them plainly, or ask a "
+                "human to review it.",
                 paths=[w.split(" line ")[0] for w in unclear],
             )
         return None
+
+    def _private(self, examples: tuple[str, ...]) -> list[str]:
+        """The examples no ``public`` glob matches (each decided once per rule)."""
+        cache: dict[str, bool] = self.__dict__.setdefault("_public_cache", {})
+        out: list[str] = []
+        for example in examples:
+            private = cache.get(example)
+            if private is None:
+                private = cache[example] = matching(self.public, example, ignore_case=True) is None
+            if private:
+                out.append(example)
+        return out
 
     def _judge(self, pattern: str, folder: str, ignored: tuple[str, ...] = ()) -> str | None:
         """A secret path the pattern re-includes, "unclear", or None (nothing secret).
@@ -202,13 +220,11 @@ class IgnoreReincludes(Rule):
             rooted = not secret.startswith("**/")
             if rooted and folder and secret not in ignored:
                 continue  # a root-anchored glob: nothing below another folder matches it
-            examples = _examples(secret)
+            examples = self._private(_examples(secret))
             if not rooted:
-                examples += [f"{p}/{e}" for p in prefixes for e in examples]
+                examples += self._private(tuple(f"{p}/{e}" for p in prefixes for e in examples))
             for example in examples:
-                if matching(self.public, example, ignore_case=True) is None and _matches(
-                    pattern, example
-                ):
+                if _matches(pattern, example):
                     return example
         spelled = pattern.strip("/").replace("**", "x").replace("*", "x").replace("?", "x")
         candidates = (
