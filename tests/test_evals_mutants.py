@@ -307,6 +307,7 @@ async def test_pool_and_in_process_give_the_same_results_in_the_same_order() -> 
     assert len(decisions(inline)) > 3 * inline.overall.cases
 
 
+@pytest.mark.slow  # every bundled suite and its mutants: CI runs it (.ci/run)
 async def test_an_always_right_judge_has_no_unsafe_mutant_and_labels_carry_over() -> None:
     report = await run_evals(
         find_suites(), EvalOptions(judge="tests.test_evals_mutants:Oracle", mutants=True)
@@ -327,6 +328,7 @@ def test_mutant_ids_are_their_own_pattern() -> None:
 SCRIPT = Path(sys.executable).with_name("vsh-ai")
 
 
+@pytest.mark.slow  # every bundled suite and its mutants: CI runs it (.ci/run)
 @pytest.mark.skipif(not SCRIPT.is_file(), reason="console script not installed")
 def test_console_script_runs_every_bundled_suite_with_mutants(tmp_path: Path) -> None:
     """CI: the installed command scores all bundled suites and their mutants; the mutant
