@@ -43,6 +43,9 @@ pytestmark = pytest.mark.anyio
 JUDGED = ("rules", "judge-file", "llm")
 ROOMY = budget(ms=5000, os_calls=10_000)
 TIGHT = budget(ms=300)  # for the attacks that loop
+# The outcome matrix compares an S-driven run with a forced one: a run that does not loop
+# must finish inside the budget even on a loaded machine, or the two differ by load alone.
+SETTLED = budget(ms=1500)
 
 
 def monty_prelude(guard: str) -> str:
@@ -409,7 +412,7 @@ OUTCOME_ATTACKS: dict[str, str] = {
 @pytest.mark.parametrize("name", list(OUTCOME_ATTACKS))
 async def test_outcome_channel(tmp_path: Path, capfire: Any, guard: str, name: str) -> None:
     prelude, body = monty_prelude(guard), OUTCOME_ATTACKS[name]
-    options = {"budget": TIGHT}
+    options = {"budget": SETTLED}
     driven = await observe_pair(
         tmp_path / "driven", GUARDS[guard], prelude + body, capfire=capfire, options=options
     )
