@@ -241,6 +241,18 @@ def _prefetch_experiment() -> None:
         threading.Thread(target=_import_quietly, args=(name,), daemon=True).start()
 
 
+def _rules_only(options: EvalOptions) -> bool:
+    """Whether judges are built without importing Pydantic AI on this thread: the
+    prefetch must not race such an import (a package with import cycles, imported from
+    two threads at once, fails with "partially initialized module")."""
+    spec = options.judge
+    python_judge = spec is not None and (
+        not isinstance(spec, str)
+        or (":" in spec and not spec.endswith(".toml") and not Path(spec).exists())
+    )
+    return not (options.model or options.stress or python_judge)
+
+
 def _poolable(options: EvalOptions) -> bool:
     """Worker processes rebuild the judge from its spec: only specs can travel."""
     return (
@@ -257,7 +269,8 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
     Large runs of file or ``module:attr`` judges use ``options.workers`` processes.
     """
     options.validate()
-    _prefetch_experiment()
+    if _rules_only(options):
+        _prefetch_experiment()
     options._recorders.clear()
     options._replays.clear()
     loaded = [s if isinstance(s, Suite) else load_suite(s) for s in suites]
