@@ -289,3 +289,27 @@ def test_a_bump_to_the_hash_a_nested_copy_of_that_version_has_is_no_finding() ->
     assert found
     assert all(f == [] for f in found), found
     assert len(owners[L21]) == 1
+
+
+async def test_a_new_lock_entry_is_reviewed_by_a_rule(evidence_for: Build) -> None:
+    """r5: a nested package slipped into the lock with no manifest change goes to a person
+    (a rule decides; it is not left unproven for a model)."""
+    lock = json.loads(package_lock("4.17.20", L20))
+    lock["packages"]["node_modules/lodash/node_modules/left-pad"] = {
+        "version": "1.3.0",
+        "resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz",
+        "integrity": "sha512-" + "X" * 86 + "==",
+    }
+    files = {
+        "package.json": package_json("4.17.20"),
+        "package-lock.json": package_lock("4.17.20", L20),
+    }
+    decision, reason = await decide(
+        evidence_for,
+        files,
+        write("package-lock.json", json.dumps(lock, indent=2) + "\n"),
+        "Re-lock.",
+    )
+    assert decision == "review", reason
+    assert "dependency-risks" in reason or "is new" in reason
+    assert "unproven" not in reason

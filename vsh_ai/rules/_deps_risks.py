@@ -161,6 +161,12 @@ class DependencyRisks(Rule):
                     and not _registry(entry.after.source)
                 ):
                     flag(self.action, f"new lock entry {entry.key} comes from {entry.after.source}")
+                elif entry.before is None:
+                    flag(
+                        self.new_package_action,
+                        f"lock entry {entry.key} is new: the lock now installs a package it did "
+                        "not before; new packages go to a person",
+                    )
                 if entry.after.install_script and not (
                     entry.before and entry.before.install_script
                 ):
