@@ -130,11 +130,16 @@ async def test_sub_folder_and_third_party_sha_actions_are_reviewed(evidence_for:
 # -- cache and artifact paths --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["~/.config", "~/.m2", "~/.cargo", "~/.gradle", "'~'"])
+@pytest.mark.parametrize(
+    "path",
+    ["~/.config", "~/.m2", "~/.cargo", "~/.gradle", "'~'", "${{ github.workspace }}/..", "$X/y"],
+)
 async def test_a_tools_whole_home_folder_is_reviewed(evidence_for: Build, path: str) -> None:
     verdict = await decide(evidence_for, "path: ~/.cache/pip", f"path: {path}")
     assert verdict.decision == "review", verdict.reason
-    assert "a tool's whole home folder rather than a package manager's cache" in verdict.reason
+    assert "saves into the Actions cache, which later runs restore" in verdict.reason
+    if "~" in path:
+        assert "a tool's whole home folder rather than a package manager's cache" in verdict.reason
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,9 @@ CACHE_HOMES = (
 _HOME = re.compile(
     r"^(\$HOME|\$\{HOME\}|\$\{\{\s*env\.HOME\s*\}\}|/home/runner|/root|/Users/runner)(?=/|$)"
 )
+_WORKSPACE = re.compile(
+    r"^(\$\{\{\s*github\.workspace\s*\}\}|\$GITHUB_WORKSPACE|\$\{GITHUB_WORKSPACE\})(?=/|$)"
+)
 _CACHE = re.compile(r"^actions/cache(/restore|/save)?$")
 _UPLOAD = "actions/upload-artifact"
 
@@ -72,9 +75,11 @@ def _inside(pattern: list[str], target: list[str]) -> bool:
 
 
 def _path_finding(line: str, what: str) -> Finding | None:
-    text = _HOME.sub("~", line.strip())
+    text = _WORKSPACE.sub(".", _HOME.sub("~", line.strip()))
     if not text or text.startswith("!"):
         return None  # an exclusion takes nothing in
+    if text.startswith(("$", "%")):
+        return "review", f"{what} {line.strip()!r}, a folder named by a variable"
     home = text == "~" or text.startswith("~/")
     if not home and not text.startswith("/"):
         rel = posixpath.normpath(text)
