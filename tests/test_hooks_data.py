@@ -479,17 +479,19 @@ def test_interrupts_propagate_and_nothing_commits(
 @pytest.mark.anyio
 async def test_outer_cancellation_still_propagates(evidence_for: Any) -> None:
     evidence = await evidence_for(FILES, EDIT)
+    reviewing = asyncio.Event()
 
     class Waits:
         id = "waits"
 
         async def review(self, given: Evidence, /) -> Verdict:
+            reviewing.set()
             await asyncio.sleep(30)
             return Verdict.approve("late", judge=self.id)
 
     hook = as_hook(Waits())
     task = asyncio.ensure_future(hook.decide(evidence))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(reviewing.wait(), 60)  # cancelled while the judge is deciding
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
