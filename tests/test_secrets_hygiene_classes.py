@@ -277,8 +277,17 @@ async def test_a_key_file_fallback_is_reviewed_by_a_rule(evidence_for) -> None:
     assert verdict.judge == "secrets-hygiene/secret-file-reads"
 
 
-async def test_a_value_next_to_a_secret_name_in_docs_is_reviewed_by_a_rule(evidence_for) -> None:
-    line = "SESSION_SECRET (sha256): " + "4a7f1c9e2b8d3f6a0e5c7b9d1f3a5c7e" * 2 + "\n"
+@pytest.mark.parametrize(
+    "line",
+    [
+        "SESSION_SECRET (sha256): " + "4a7f1c9e2b8d3f6a0e5c7b9d1f3a5c7e" * 2 + "\n",
+        "CI uses deploy token 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b (commit-style id).\n",
+    ],
+    ids=["labelled-checksum", "commit-shaped-token"],
+)
+async def test_a_value_next_to_a_secret_name_in_docs_is_reviewed_by_a_rule(
+    evidence_for, line: str
+) -> None:
     verdict = await decide(evidence_for, append("docs/setup.md", "\n" + line))
     assert verdict.decision == "review"
     assert verdict.judge == "secrets-hygiene/labelled-credentials"
