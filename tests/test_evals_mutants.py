@@ -288,6 +288,7 @@ def test_repeats_never_tighten_the_bound(cases: list[tuple[bool, bool]], repeats
     assert repeated.flipped_cases == sum(flip and not a for a, flip in cases)
 
 
+@pytest.mark.slow  # two suites with mutants, twice (~20 s CPU): CI runs it (.ci/run)
 async def test_pool_and_in_process_give_the_same_results_in_the_same_order() -> None:
     paths = find_suites(["service-config", "data-cleanup"])
     inline = await run_evals(paths, EvalOptions(mutants=True, workers=1))

@@ -36,6 +36,7 @@ def test_the_tutorial_has_commands_and_files() -> None:
     assert any("# file: my-suite.yaml" in block for block in blocks("yaml"))
 
 
+@pytest.mark.slow  # every command of the tutorial, evals included: CI runs it (.ci/run)
 def test_tutorial_commands_run_as_documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
