@@ -507,3 +507,26 @@ def test_long_tokens_are_found_and_hidden_whole() -> None:
     (finding,) = find_secrets(text)
     assert (finding.start, finding.end) == (4, 4 + len(jwt))
     assert "a1B2" not in redact_text(text)[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '        SECRET_KEY=os.environ["SECRET_KEY"],\n',
+        '    SECRET_KEY=os.environ.get("SECRET_KEY"),\n',
+        'app.config.update(API_TOKEN=os.getenv("API_TOKEN"))\n',
+        '    SECRET_KEY=env("SECRET_KEY"),\n',
+    ],
+)
+def test_an_environment_lookup_passed_as_a_keyword_is_not_a_secret(line: str) -> None:
+    # Flask's `app.config.from_mapping(SECRET_KEY=os.environ["SECRET_KEY"])`: the value is
+    # code looking the secret up, cut at the quote; flagging it rejected the fix itself.
+    assert find_secrets(line) == ()
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["SECRET_KEY=hunter2hunter2\n", "PASSWORD=s3cr3t.value(\n", "PASSWORD=os.Xq9prodPW77(\n"],
+)
+def test_values_that_only_resemble_a_lookup_are_still_secrets(line: str) -> None:
+    assert find_secrets(line) != ()

@@ -175,6 +175,14 @@ _TYPE_NAMES = frozenset(
         "password",
     ]
 )
+# A known environment lookup opening a call or subscript: the value of
+# `SECRET_KEY=os.environ["SECRET_KEY"]` (a keyword argument) is code looking the secret
+# up, cut at the quote that follows. Only these spellings, so `PASSWORD=abc.x(` is still
+# a value.
+_LOOKUP_CALL = re.compile(
+    r"(?:os\.environ(?:\.get)?|os\.getenv|environ(?:\.get)?|env(?:\.(?:str|get))?|getenv"
+    r"|System\.getenv|process\.env)\s*[\[(]"
+)
 
 
 def _randomish(value: str) -> bool:
@@ -439,6 +447,8 @@ def _value_is_secret(
     if len(value) < 6:
         return False
     if is_placeholder(value) or _LITERAL_VALUE.fullmatch(value):
+        return False
+    if not quoted and _LOOKUP_CALL.fullmatch(value):
         return False
     if not quoted:
         if style == "code" and _code_like(value, key):
