@@ -27,12 +27,12 @@ def test_tutorial_runs_offline() -> None:
     assert "attempt -> committed (by service-config: approve)" in first
     assert (
         "proven by operational-values: config/app.toml: server.timeout_s 30 -> 60 "
-        "(integer within 1..3600)"
+        "(duration within 1s..1h at most 16x up or down from the current value)"
     ) in first
     assert "| timeout_s = 60" in first
 
-    assert "attempt -> pending (by service-config/unproven: review)" in second
-    assert "server.workers = 100 is above 64; it must be integer within 1..64" in second
+    assert "attempt -> pending (by service-config/config-values: review)" in second
+    assert "server.workers = 100 is above 64; it must be integer within 1..64 at most 4x up" in second
     assert second.count("attempt ->") == 2
     assert "proven by operational-values: config/app.toml: server.workers 4 -> 16" in second
     assert second.rstrip().endswith("| required = true")

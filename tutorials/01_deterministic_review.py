@@ -9,6 +9,8 @@ judged by ``judges/service-config.toml``, a rule set that *proves* changes allow
   other key must keep its typed value;
 * **denials** beat allowances: TLS, auth, audit and listen-address settings keep their
   values (``reject``), keys and env files are off limits, no secrets;
+* a value past a documented limit (100 workers where 1..64, at most 4x, are allowed) is
+  reviewed by a rule that says so (``config_values``), not left as merely unproven;
 * a change no allowance proves is **unproven**: it goes back to the agent (``review``)
   with feedback naming the change and what would be allowed.
 
