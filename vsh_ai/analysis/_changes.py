@@ -26,7 +26,7 @@ how the program got there. :func:`net_changes` combines them:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .._evidence import Change, Evidence, EvidenceGap, Node, is_binary
@@ -42,6 +42,9 @@ _READS = frozenset(("content_read", "metadata_read", "directory_read"))
 _KEEPS_IDENTITY = frozenset(("modify_content", "modify_metadata"))
 
 
+_UNJUDGED = object()  # NetChange.destructive not asked yet
+
+
 @dataclass(frozen=True, slots=True)
 class NetChange:
     """The net effect at one canonical path."""
@@ -52,10 +55,23 @@ class NetChange:
     after: Node | None
     partner: str | None = None
     """rename: the other end (source for the destination, destination for the source)."""
-    destructive: str | None = None
-    """modify only: why the edit destroys content (emptied, most lines removed/commented)."""
     copied_from: tuple[str, ...] = ()
     """create/modify: paths whose before-bytes equal this path's after-bytes."""
+    sides: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
+    """modify of a file whose two sides were captured: their bytes (what
+    :attr:`destructive` judges)."""
+    _verdict: object = field(default=_UNJUDGED, init=False, repr=False, compare=False)
+
+    @property
+    def destructive(self) -> str | None:
+        """modify only: why the edit destroys content (emptied, most lines removed or
+        commented). Judged on first use (most rules never ask), then remembered."""
+        verdict = self._verdict
+        if verdict is _UNJUDGED:
+            verdict = None if self.sides is None else _destructive(self.path, *self.sides)
+            object.__setattr__(self, "_verdict", verdict)
+        assert verdict is None or isinstance(verdict, str)
+        return verdict
 
 
 # -- renames -------------------------------------------------------------------------
@@ -277,7 +293,8 @@ def destructive_edit(before: str, after: str) -> str | None:
     return f"{' and '.join(parts)} of {meaningful} meaningful lines"
 
 
-def _destructive(evidence: Evidence, change: Change) -> str | None:
+def _sides(evidence: Evidence, change: Change) -> tuple[bytes, bytes] | None:
+    """The two sides' bytes :attr:`NetChange.destructive` judges (None: nothing to judge)."""
     before, after = change.before, change.after
     if change.kind != "modify" or before is None or after is None:
         return None
@@ -288,10 +305,16 @@ def _destructive(evidence: Evidence, change: Change) -> str | None:
         new = evidence.after_bytes(change.path)
     except EvidenceGap:
         return None  # documented: the rules meet the gap themselves
-    if old is None or new is None or is_binary(old) or is_binary(new):
+    if old is None or new is None:
+        return None
+    return old, new
+
+
+def _destructive(path: str, old: bytes, new: bytes) -> str | None:
+    if is_binary(old) or is_binary(new):
         return None
     verdict = destructive_edit(old.decode("utf-8"), new.decode("utf-8"))
-    if verdict is not None and _same_config_values(change.path, old, new):
+    if verdict is not None and _same_config_values(path, old, new):
         return None  # reformatted (a JSON file minified): every key keeps its typed value
     return verdict
 
@@ -341,8 +364,8 @@ def _net_changes(evidence: Evidence) -> tuple[NetChange, ...]:
                 _kind(change),
                 change.before,
                 change.after,
-                destructive=_destructive(evidence, change),
                 copied_from=_copied_from(change, sources),
+                sides=_sides(evidence, change),
             )
         )
     return tuple(out)

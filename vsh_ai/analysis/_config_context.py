@@ -124,7 +124,10 @@ def key_context(text: str, key: str) -> KeyContext:
             after = bisect.bisect_right(hits, parent)
             if after < len(hits):
                 candidates.add(hits[after])
-    at = max(sorted(candidates), key=lambda i: (_score(lines, i, names[:-1]), -i))
+    if len(candidates) == 1:  # nothing to choose between: no enclosing lines to score
+        (at,) = candidates
+    else:
+        at = max(sorted(candidates), key=lambda i: (_score(lines, i, names[:-1]), -i))
     comments: list[str] = []
     for above in range(at - 1, max(-1, at - 1 - _MAX_ABOVE), -1):
         if not _COMMENT.match(lines[above]):

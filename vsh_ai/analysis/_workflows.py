@@ -222,9 +222,11 @@ def lookalike(new: ActionRef, known: Iterable[str]) -> str | None:
 
 
 # Words of commands and actions that fetch files: a text without any fetches nothing.
+# curl|wget|aria2c|invoke-webrequest|iwr|invoke-restmethod|irm|bitstransfer|gh\s|download,
+# factored by first letter (the same words; about twice as fast to search).
 _FETCH_WORDS = re.compile(
-    r"(?i)curl|wget|aria2c|invoke-webrequest|iwr|invoke-restmethod|irm|bitstransfer|gh\s|"
-    r"download"
+    r"(?i)c(?:url)|w(?:get)|a(?:ria2c)|i(?:nvoke-(?:webrequest|restmethod)|wr|rm)|"
+    r"b(?:itstransfer)|g(?:h\s)|d(?:ownload)"
 )
 
 

@@ -134,7 +134,7 @@ class AllowPaths(Allowance):
                     f"what is allowed (from {', '.join(self.paths)} to {', '.join(to)}); "
                     "move files only there",
                 )
-        if kind == "modify" and change.destructive and not self.destructive:
+        if kind == "modify" and not self.destructive and change.destructive:
             return Claim(
                 False,
                 f"{path}: {change.destructive}; emptying or gutting a file is not allowed "
