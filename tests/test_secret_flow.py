@@ -278,3 +278,17 @@ async def test_approved_work_that_read_a_secret_returns_nothing_to_the_worker(
         assert tuned.verdict.details["withhold_output"] is True
     # A program that read nothing secret keeps its result.
     assert (read.state, read.result) == ("read", "3")
+
+
+async def test_a_printed_secret_reads_the_same_whatever_its_length(evidence_for) -> None:
+    # The review's reason reaches the worker: it must not say how much was printed, a
+    # figure that follows the length of the secret-bearing bytes the program read.
+    code = f"print(vsh_read('{P}'))"
+    reasons = []
+    for key in (KEY, KEY + "x" * 37):
+        files = {**FILES, "app/settings.py": SETTINGS.replace(KEY, key)}
+        _, verdict = await decide(evidence_for, code, intent="show the settings", files=files)
+        assert verdict.decision != "approve"
+        reasons.append(verdict.reason)
+    assert reasons[0] == reasons[1]
+    assert "printed output" in reasons[0]

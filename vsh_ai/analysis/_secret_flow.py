@@ -145,9 +145,7 @@ def _outputs(evidence: Evidence) -> list[Leak]:
     execution, counters = evidence.execution, evidence.counters
     printed = max(execution.stdout_bytes + execution.stderr_bytes, counters.output_bytes)
     if printed:
-        out.append(
-            Leak("maybe", None, f"the program printed {printed} bytes, which may carry them")
-        )
+        out.append(Leak("maybe", None, "the program printed output, which may carry them"))
     if counters.result_bytes > SCALAR_RESULT_BYTES:
         out.append(Leak("maybe", None, "the program returned a value that may carry them"))
     return out
