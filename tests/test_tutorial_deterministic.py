@@ -32,7 +32,9 @@ def test_tutorial_runs_offline() -> None:
     assert "| timeout_s = 60" in first
 
     assert "attempt -> pending (by service-config/config-values: review)" in second
-    assert "server.workers = 100 is above 64; it must be integer within 1..64 at most 4x up" in second
+    assert (
+        "server.workers = 100 is above 64; it must be integer within 1..64 at most 4x up"
+    ) in second
     assert second.count("attempt ->") == 2
     assert "proven by operational-values: config/app.toml: server.workers 4 -> 16" in second
     assert second.rstrip().endswith("| required = true")
