@@ -367,7 +367,7 @@ class Evidence(_Frozen):
 
     @cached_property
     def _plain(self) -> dict[str, Any]:
-        """This evidence as plain data, dumped once (what :func:`vsh_ai._hooks.isolated`
+        """This evidence as plain data, dumped once (what :func:`vsh_ai._staging.isolated`
         validates copies from; never handed out)."""
         return self.model_dump()
 

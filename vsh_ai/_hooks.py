@@ -7,14 +7,15 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import logfire
 import vsh
 
-from ._evidence import Evidence, gc_paused
+from ._evidence import Evidence
+from ._staging import isolated, lazy_copies, reads_only, stage_evidence
 from ._verdict import Usage, Verdict, WrongVerdict, plain_verdict, type_name
 
 __all__ = (
@@ -109,65 +110,6 @@ def _checked(name: str, verdict: object) -> Verdict:
         raise WrongVerdict(f"judge {name!r} returned {error}", what=error.what) from None
 
 
-def isolated(evidence: Evidence) -> Callable[[], Evidence]:
-    """A maker of copies of ``evidence`` that no holder of another copy can change.
-
-    ``evidence`` is dumped once to plain data (kept on it, never handed out); every call
-    validates a new :class:`Evidence` from it: new model objects and containers throughout,
-    sharing only immutable leaves (``str``, ``bytes``, numbers). A stage that writes to its
-    copy (frozen models still yield to ``object.__setattr__``) changes nothing anyone else
-    sees. The copy starts with no memoised analysis (``cached_property`` values stay behind).
-    """
-    data = evidence._plain
-
-    def copy() -> Evidence:
-        with gc_paused():
-            return Evidence.model_validate(data)
-
-    return copy
-
-
-def _lazy(evidence: Evidence) -> Callable[[], Evidence]:
-    """:func:`isolated`, dumping ``evidence`` only when a first copy is asked for."""
-    maker: list[Callable[[], Evidence]] = []
-
-    def copy() -> Evidence:
-        if not maker:
-            maker.append(isolated(evidence))
-        return maker[0]()
-
-    return copy
-
-
-def reads_only(judge: Judge) -> bool:
-    """Whether ``judge`` is vsh-ai's own code that only reads the evidence it is given:
-    exactly an :class:`~vsh_ai.llm.LLMCommitJudge`, or exactly a
-    :class:`~vsh_ai.rules.RuleSet` whose every rule is one of vsh-ai's own rule types.
-
-    Such a judge may review the evidence other such judges read (and share its memoised
-    analysis: secrets found once for the rules and the packet's redaction); any other
-    judge, a subclass or a rule set holding a custom rule gets its own copy
-    (:func:`isolated`), so nothing it does reaches another stage or the hook.
-    """
-    from .llm._judge import LLMCommitJudge  # the llm and rules packages import this module
-    from .rules._base import RuleSet
-
-    kind = type(judge)
-    if kind is LLMCommitJudge:
-        return True
-    if kind is not RuleSet:
-        return False
-    rules = getattr(judge, "rules", None)
-    return type(rules) is tuple and all(
-        type(rule).__module__.startswith("vsh_ai.rules.") for rule in rules
-    )
-
-
-def _stage_evidence(judge: Judge, evidence: Evidence, copy: Callable[[], Evidence]) -> Evidence:
-    """What one stage reviews: the shared evidence for a reading-only judge, else a copy."""
-    return evidence if reads_only(judge) else copy()
-
-
 def _sum_usage(verdicts: Sequence[Verdict]) -> Usage | None:
     usages = [v.usage for v in verdicts if v.usage is not None]
     if not usages:
@@ -198,10 +140,10 @@ class Pipeline:
     async def review(self, evidence: Evidence, /) -> Verdict:
         """Each judge gets its own copy of ``evidence``; each answer is checked once and
         only its plain rebuild is used (see :func:`~vsh_ai._verdict.plain_verdict`)."""
-        copy = _lazy(evidence)
+        copy = lazy_copies(evidence)
         trail: list[Verdict] = []
         for name, judge in zip(self._names, self.judges, strict=True):
-            given = _stage_evidence(judge, evidence, copy)
+            given = stage_evidence(judge, evidence, copy)
             verdict = _checked(name, await review_off_loop(judge, given))
             trail.append(verdict)
             if verdict.is_final:
@@ -242,12 +184,12 @@ class Quorum:
     async def review(self, evidence: Evidence, /) -> Verdict:
         """Each judge gets its own copy of ``evidence``; each vote is checked once, as it
         arrives, and only its plain rebuild is counted. Any invalid vote fails the quorum."""
-        copy = _lazy(evidence)
+        copy = lazy_copies(evidence)
         verdicts: list[Verdict | None] = [None] * len(self.judges)
         invalid: list[WrongVerdict] = []
 
         async def ask(index: int, judge: Judge) -> None:
-            answer = await review_off_loop(judge, _stage_evidence(judge, evidence, copy))
+            answer = await review_off_loop(judge, stage_evidence(judge, evidence, copy))
             try:
                 verdicts[index] = _checked(self._names[index], answer)
             except WrongVerdict as error:
