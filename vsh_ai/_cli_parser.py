@@ -160,6 +160,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="worker processes for large runs of file judges (default: idle CPUs, at most 2)",
     )
+    run.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write one self-contained HTML report (figures, charts, wrong decisions)",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument(
         "-v",
@@ -195,6 +201,9 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown"
     )
+    compare.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write the comparison as one HTML file"
+    )
     harvest = commands.add_parser(
         "harvest",
         help="turn resolved deferred approvals of a workspace into a labelled suite",
@@ -217,6 +226,14 @@ def parser() -> argparse.ArgumentParser:
     harvest.add_argument("--judge", metavar="FILE|NAME", help="the suite's default judge")
     harvest.add_argument(
         "--include-pending", action="store_true", help="also harvest pending requests as review"
+    )
+    from .inbox._command import add_inbox_arguments
+
+    add_inbox_arguments(
+        commands.add_parser(
+            "inbox",
+            help="a local web page where people review and decide pending approvals",
+        )
     )
     return parser
 

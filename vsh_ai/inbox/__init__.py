@@ -1,0 +1,3 @@
+"""The approvers' inbox: a local web page to review and decide pending VSH approvals."""
+
+__all__ = ()
