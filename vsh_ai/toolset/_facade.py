@@ -58,9 +58,12 @@ class VshToolset(FunctionToolset[Any]):
     Args:
         workspace_or_runtime: The folder the agent may change (the toolset opens VSH
             there), or an existing ``vsh.Runtime`` / ``vsh.HookedRuntime`` used as given.
-        policy: VSH's policy profile: ``"balanced"`` (default: reads and small edits
-            auto-approve, deletes/renames/mode changes wait), ``"strict"`` or
-            ``"paranoid"`` (every mutation waits). Case-sensitive.
+        policy: VSH's policy profile, one of ``"balanced"`` (default: reads and small
+            creates/edits auto-approve; deletes, renames, mkdir and mode changes wait for
+            review), ``"strict"`` (every mutation waits; lower size thresholds) or
+            ``"paranoid"`` (every mutation waits; lowest thresholds: 25 paths, 1 MiB).
+            Protected paths such as ``.env`` are denied under all three. Case-sensitive:
+            any other value raises ``ValueError`` when the runtime opens.
         judge: A :class:`~vsh_ai.Judge` (rule set, LLM judge, pipeline) that decides each
             transaction through a fail-closed hook (``as_hook(judge, timeout=...)`` to set
             its limits); or ``hook_handler``, a raw VSH handler.
@@ -70,17 +73,38 @@ class VshToolset(FunctionToolset[Any]):
         approval: ``"feedback"`` (pending work returns the reviewer's feedback) or
             ``"deferred"`` (pending work raises ``ApprovalRequired``; without a judge every
             mutation waits for a person). ``approval_ttl`` bounds the wait in seconds.
-        review_content_bytes: How many bytes of file contents VSH captures for the judge
-            and the approver (default 1 MiB).
-        budget: A ``vsh.ExecutionBudget`` (time, memory, OS calls, bytes) for each program.
+        review_content_bytes: How many bytes of file contents VSH captures with each
+            reviewed transaction (before/after and what it read), for the judge and the
+            approver's diff. Default 1 MiB when a judge, hook or deferred approval is set;
+            needs one of them (raises ``ValueError`` otherwise, or with an existing
+            runtime). Work whose contents do not fit is incomplete evidence, which rule
+            sets send to review rather than approve.
+        budget: A ``vsh.ExecutionBudget``, VSH's hard caps for each program, e.g.
+            ``vsh.ExecutionBudget(max_duration_ms=5_000, max_os_calls=50_000)``. Unset
+            fields keep VSH's defaults (1 s, 256 MiB memory, 10,000 OS calls, 64 MiB read
+            and written, 1 MiB output and result). A program over a cap fails with the
+            limit named and comes back to the model as a retry; the host is unchanged.
         bash: Allow ``language="bash"`` programs (or a ``vsh.BashConfig``).
         tools: Which tools the model gets (default all of :data:`ToolName`).
         state_directory: Where signed approval bindings and the commit journal live
             (default ``<workspace>/.vsh-runtime/vsh-ai/approvals``; never guest-writable).
-        limits: :class:`OutputLimits`, byte budgets for what a result shows the model.
-        max_retries: How often the model may retry a failed program (Pydantic AI's).
+        limits: :class:`OutputLimits`, UTF-8 byte caps on what one result shows the
+            model: ``result`` (16 KiB), ``stdout`` and ``stderr`` (4 KiB each), ``diff``
+            (8 KiB) and ``error`` (4 KiB), each at least 64; longer text is cut with an
+            explicit ``…[truncated N bytes]`` marker. They bound the model's context, not
+            what the program may do (that is ``budget``).
+        max_retries: How many times in one agent run the model may retry a tool after a
+            failed program (guest error, budget overrun, invalid arguments) before Pydantic
+            AI raises ``UnexpectedModelBehavior``. ``None`` (default) inherits the agent's
+            tool retry budget (``Agent(retries=...)``, default 1).
         call_key: How a call is named across replays (default :func:`default_call_key`);
             ``journal=False`` turns the exactly-once journal off.
+        hook_id: The hook id VSH records with each decision (default: from the judge
+            definition's digest, so a changed rule is a new id; ``"vsh-ai:hook"`` for a
+            ``hook_handler``).
+        id: The toolset's Pydantic AI id (default ``"vsh"``); unique within one agent.
+        include_instructions: Add the toolset's instructions (tools, languages, what a
+            refusal means) to the agent's instructions (default True).
 
     What the worker model sees of work that is not committed is the decision, its
     category and the reviewer's feedback only (see :mod:`vsh_ai.toolset._render`); the
