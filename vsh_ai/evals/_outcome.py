@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from .._evidence import Evidence
 from .._hooks import Judge, JudgeHook, as_hook, judge_digest, review_off_loop
 from .._verdict import Usage, Verdict
+from ._html_diff import report_diff
 from ._suite import EvalCase, Expected
 
 if TYPE_CHECKING:
@@ -108,6 +109,11 @@ class CaseOutcome(BaseModel):
     )
     escalated: bool = False
     by_model: bool = False
+    diff: str | None = Field(
+        default=None,
+        description="The change, secrets redacted, on runs decided unlike their label "
+        "(what `eval --html` expands a wrong decision to).",
+    )
 
 
 def price_usd(model: str | None, usage: Usage | None) -> float | None:
@@ -238,4 +244,7 @@ def outcome_of(
         cost_usd=price_usd(verdict.model, usage) if verdict else None,
         escalated=isinstance(trail, list) and len(trail) > 1,
         by_model=bool(verdict and verdict.model and verdict.decision != "abstain"),
+        diff=report_diff(simulation.evidence)
+        if decided != case.expected and simulation.evidence is not None
+        else None,
     )
