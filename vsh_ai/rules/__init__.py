@@ -21,6 +21,7 @@ from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKind, ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
+from ._notices import DeletionNotices
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._proofs import (
     AllowLocalRefactors,
@@ -58,6 +59,7 @@ __all__ = (
     "ConfigInvariants",
     "ConfigSyntaxError",
     "ConfigValues",
+    "DeletionNotices",
     "DeniedChanges",
     "DependencyRisks",
     "ExactContent",

@@ -15,6 +15,7 @@ from ._ignores import IgnoreReincludes
 from ._intent import IntentScope
 from ._kinds import ChangeKinds, NoExecutableChanges, NoSymlinkChanges
 from ._limits import Limits
+from ._notices import DeletionNotices
 from ._paths import DeniedChanges, NoRefusedAccess, ProtectedReads
 from ._proofs import (
     AllowLocalRefactors,
@@ -43,6 +44,7 @@ AnyRule = Annotated[
         NoExecutableChanges,
         NoSymlinkChanges,
         Limits,
+        DeletionNotices,
         ExactContent,
         ForbiddenPatterns,
         NoSecrets,
