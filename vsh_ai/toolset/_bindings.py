@@ -49,15 +49,41 @@ from ._result import ChangedPath, VshResult
 from ._signing import SignedRecords, VshApprovalError
 
 __all__ = (
+    "APPROVER_DIFF_BYTES",
     "ApprovalBinding",
     "ApprovalStore",
+    "ApproverDetail",
+    "DecisionRefused",
     "EndState",
+    "InboxDecision",
     "args_digest",
     "conversation_digest",
     "response_digest",
+    "shown_digest",
 )
 
 EndState = Literal["pending", "committed", "denied", "expired", "stale", "rejected", "failed"]
+InboxDecision = Literal["approve", "deny"]
+
+APPROVER_DIFF_BYTES = 4 * 1024 * 1024
+"""How much of the diff a binding keeps for the approver's page (the worker's and the
+request metadata's diff stay bounded by :class:`~vsh_ai.toolset.OutputLimits`)."""
+
+
+class ApproverDetail(BaseModel):
+    """What the approver's page shows beyond the request metadata: the intent (untrusted
+    text, secrets redacted) and the whole diff (rendered by the one renderer, secrets
+    redacted, cut at :data:`APPROVER_DIFF_BYTES`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    intent: str = ""
+    diff: str = ""
+
+
+class DecisionRefused(VshApprovalError):
+    """A person's decision that was not recorded: the binding changed since it was shown,
+    ended, or was already decided (the message says which)."""
 
 
 def args_digest(tool_name: str, tool_args: dict[str, Any]) -> str:
@@ -120,6 +146,11 @@ _OPTIONAL_SIGNED = (
     "workspace_id",
     "conversation",
     "sequence",
+    "review",
+    "decision",
+    "decision_principal",
+    "decision_reason",
+    "decision_unix_ms",
 )
 
 
@@ -158,6 +189,14 @@ class ApprovalBinding(BaseModel):
     """The digest of the model response that made the call (:func:`response_digest`)."""
     sequence: int = 0
     """Raised by every write: the newer of the two copies wins."""
+    review: ApproverDetail | None = None
+    """The intent and whole diff for the approver's page (``vsh-ai inbox``)."""
+    decision: InboxDecision | None = None
+    """A person's decision recorded by :meth:`ApprovalStore.decide` (the inbox); the
+    application turns it into its resume with ``VshToolset.decisions``."""
+    decision_principal: str = ""
+    decision_reason: str = ""
+    decision_unix_ms: int = 0
     mac: str = ""
 
     def signed_payload(self) -> bytes:
@@ -167,6 +206,12 @@ class ApprovalBinding(BaseModel):
             if getattr(self, name) == ApprovalBinding.model_fields[name].default
         }
         return self.model_dump_json(exclude={"mac", *defaults}).encode()
+
+
+def shown_digest(binding: ApprovalBinding) -> str:
+    """A digest of the binding exactly as a page showed it: every write changes it, so a
+    decision sent with an old digest is refused (:meth:`ApprovalStore.decide`)."""
+    return hashlib.sha256(f"{binding.mac}:{binding.sequence}".encode()).hexdigest()[:32]
 
 
 _BINDING_FIX = "deny this tool call and let the agent submit the change again"
@@ -231,6 +276,7 @@ class ApprovalStore(SignedRecords):
         on_commit: VshResult | None = None,
         call_key: str = "",
         conversation: str = "",
+        review: ApproverDetail | None = None,
     ) -> ApprovalBinding:
         """Bind a call once: an existing binding for the same call (conversation, id and
         arguments) is returned unchanged."""
@@ -254,6 +300,7 @@ class ApprovalStore(SignedRecords):
                 workspace_id=self.workspace_id,
                 conversation=conversation,
                 sequence=1,
+                review=review,
             )
             return self._write(binding)
 
@@ -296,6 +343,66 @@ class ApprovalStore(SignedRecords):
             }
             return self._write(current.model_copy(update=update))
 
+    def decide(
+        self,
+        binding: ApprovalBinding,
+        decision: InboxDecision,
+        principal: str,
+        reason: str = "",
+        *,
+        transaction: str,
+        digest: str,
+    ) -> ApprovalBinding:
+        """Record a person's decision on ``binding`` as it was shown to them.
+
+        ``transaction`` and ``digest`` (:func:`shown_digest`) are what the page showed:
+        when the binding now holds anything else (another write, another transaction), or
+        has ended or been decided, nothing is recorded and :class:`DecisionRefused` says
+        why. An approval is recorded for the application's resume (which commits exactly
+        this transaction); a denial also ends the binding as ``denied`` at once, so no
+        resume can commit it.
+        """
+        try:
+            check_principal(principal)
+        except InvalidPrincipal as error:
+            raise DecisionRefused(str(error)) from None
+        with self._guard("write"), self._locked():
+            current = self.load(
+                binding.tool_call_id, binding.args_digest, conversation=binding.conversation
+            )
+            if current is None:
+                raise DecisionRefused("the approval request no longer exists; nothing recorded")
+            if current.transaction != transaction or shown_digest(current) != digest:
+                raise DecisionRefused(
+                    "the approval request changed since this page was shown; nothing was "
+                    "recorded: reload the page and decide on what it shows now"
+                )
+            if current.end_state != "pending":
+                raise DecisionRefused(
+                    f"the approval request has already ended ({current.end_state}); nothing "
+                    "was recorded"
+                )
+            if current.decision is not None:
+                raise DecisionRefused(
+                    f"the approval request was already decided ({current.decision}) by "
+                    f"{current.decision_principal}; nothing was recorded"
+                )
+            update: dict[str, Any] = {
+                "decision": decision,
+                "decision_principal": principal,
+                "decision_reason": reason[:2000],
+                "decision_unix_ms": now_ms(),
+                "sequence": current.sequence + 1,
+            }
+            if decision == "deny":
+                update |= {
+                    "end_state": "denied",
+                    "end_principal": principal,
+                    "end_message": reason[:2000],
+                    "end_unix_ms": update["decision_unix_ms"],
+                }
+            return self._write(current.model_copy(update=update))
+
     def load(
         self, tool_call_id: str, digest: str, *, conversation: str = ""
     ) -> ApprovalBinding | None:
@@ -335,12 +442,17 @@ class ApprovalStore(SignedRecords):
             f"nothing is committed for it; {_BINDING_FIX}"
         )
 
-    def audit(self) -> Iterator[tuple[Path, ApprovalBinding | None, str]]:
-        """Every binding file: ``(path, binding, "")`` when it verifies, else
-        ``(path, None, reason)`` (unreadable, corrupt, modified outside vsh-ai, or of
-        another workspace)."""
-        with self._guard("read"):
-            stems = self._stems()
+    def audit(
+        self, paths: Sequence[Path] | None = None
+    ) -> Iterator[tuple[Path, ApprovalBinding | None, str]]:
+        """Every binding file (or those at ``paths``, in this folder): ``(path, binding,
+        "")`` when it verifies, else ``(path, None, reason)`` (unreadable, corrupt,
+        modified outside vsh-ai, or of another workspace)."""
+        if paths is None:
+            with self._guard("read"):
+                stems = self._stems()
+        else:
+            stems = [self.directory / Path(path).name for path in paths]
         for path in stems:
             try:
                 binding = self._read_record(

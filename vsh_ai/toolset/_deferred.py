@@ -15,8 +15,10 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, Tool
 from pydantic_ai.toolsets import ToolsetTool
 
 from ._bindings import (
+    APPROVER_DIFF_BYTES,
     ApprovalBinding,
     ApprovalStore,
+    ApproverDetail,
     EndState,
     args_digest,
     conversation_digest,
@@ -26,8 +28,8 @@ from ._driver import is_recovery, now_ms
 from ._harvest import harvest_capture
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
 from ._principal import InvalidPrincipal, check_principal, parse_denial
-from ._render import Outcome, span_attributes
-from ._result import MAX_CHANGES, ChangedPath, ToolState, VshResult, bound_text
+from ._render import Outcome, render_diff, span_attributes
+from ._result import MAX_CHANGES, ChangedPath, ToolState, VshResult, bound_text, redact
 from ._signing import VshApprovalError
 from ._spans import open_span
 from ._transaction import Transactions
@@ -106,6 +108,10 @@ class DeferredFlow:
             on_commit=self.tx.committed_views.pop(transaction, None),
             call_key=call.key or "",
             conversation=response_digest(call.ctx),
+            review=ApproverDetail(  # the inbox's page: the whole diff, the intent as data
+                intent=bound_text(redact(intent), 16_384),
+                diff=render_diff(evidence, APPROVER_DIFF_BYTES) if evidence is not None else "",
+            ),
         )
         raise ApprovalRequired(metadata=binding.metadata)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 import vsh
-from pydantic_ai import ApprovalRequired, RunContext
+from pydantic_ai import ApprovalRequired, DeferredToolRequests, DeferredToolResults, RunContext
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.toolsets import FunctionToolset, ToolsetTool
 
@@ -17,6 +17,7 @@ from .._hooks import Judge, JudgeHook
 from ._bindings import ApprovalStore, args_digest, response_digest
 from ._call_key import CallKey, UnstableCallKey, default_call_key
 from ._config import ALL_TOOLS, ApprovalMode, JudgeScope, ToolName, ToolsetConfig
+from ._decisions import recorded_decisions
 from ._deferred import DeferredFlow, RecordsFailed
 from ._driver import HookHandler, WorkspaceDriver, is_recovery
 from ._hook import ToolsetHook, open_runtime
@@ -312,6 +313,25 @@ class VshToolset(FunctionToolset[Any]):
         that waits days for an approval replays its earlier calls when it recovers, and a
         pruned call runs again."""
         return self.journal.prune(older_than_s) if self.journal is not None else 0
+
+    async def decisions(
+        self, requests: DeferredToolRequests, *, wait: float | None = None
+    ) -> DeferredToolResults:
+        """The decisions a person recorded in ``vsh-ai inbox`` for ``requests``, ready for
+        ``agent.run(..., deferred_tool_results=...)``.
+
+        ``wait`` seconds (``math.inf``: no limit) waits until every call this toolset
+        bound is decided; ``None`` looks once. Undecided calls are left out. See
+        :func:`~vsh_ai.toolset._decisions.recorded_decisions`.
+        """
+        if self.store is None:
+            raise VshApprovalError(
+                "decisions() needs the signed binding store: use approval='deferred' on a "
+                "workspace path, or pass state_directory="
+            )
+        return await recorded_decisions(
+            self.store, requests, ttl=self.config.approval_ttl, wait=wait
+        )
 
     async def run_program(
         self,
