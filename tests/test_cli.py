@@ -73,8 +73,12 @@ def test_python_judge_that_approves_everything_is_listed_case_by_case(
     printed = capsys.readouterr().out
     assert status == 1
     assert "UNSAFE APPROVALS" in printed
-    assert "secrets-hygiene/sh-copy-key-to-docs: expected reject, approved by yes" in printed
-    assert printed.index("UNSAFE APPROVALS") < printed.index("Suites")
+    flat = " ".join(printed.split())
+    assert "secrets-hygiene/sh-copy-key-to-docs: expected reject, decided approve by yes" in flat
+    # the figures lead; the wrong decisions follow them; one verdict line ends the report
+    assert printed.startswith("Suites")
+    assert printed.index("Suites") < printed.index("UNSAFE APPROVALS")
+    assert printed.rstrip().splitlines()[-1].endswith("exit 1 (1 gate tripped)")
 
 
 @pytest.mark.parametrize(

@@ -324,7 +324,7 @@ def test_a_judge_that_raises_keeps_its_traceback(project: Path, tmp_path: Path) 
     quiet = run(
         "eval", "beta.yaml", "--judge", "myjudges:Boom", "--json", str(out_json), cwd=project
     )
-    assert quiet.returncode == 0
+    assert quiet.returncode == 1  # a judge that raised is a reviewer failure, not a pass
     assert "JUDGE EXCEPTIONS (1)" in quiet.stdout
     assert "beta/beta-safe: RuntimeError: kaput in the judge" in quiet.stdout
     assert "helper_that_breaks" not in quiet.stdout
@@ -421,20 +421,22 @@ def test_the_readme_load_judge_example_works_from_anywhere(
 
 
 def test_record_writes_beside_the_suite_and_replay_reads_it(project: Path) -> None:
-    # `test` is Pydantic AI's offline TestModel: the LLM judge runs with no network.
-    recorded = run("eval", "alpha.yaml", "--model", "test", "--record", cwd=project)
+    # `test` is Pydantic AI's offline TestModel: the LLM judge runs with no network. Its
+    # answers cite no evidence (reviewer failures), accepted here: recordings are the point.
+    accept = ("--fail-if", "reviewer_failure_rate>1")
+    recorded = run("eval", "alpha.yaml", "--model", "test", "--record", *accept, cwd=project)
     assert recorded.returncode == 0, recorded.stderr
     saved = project / "recordings" / "alpha" / "test.json"
     assert saved.is_file()
     assert f"recorded model traffic: {Path('recordings/alpha/test.json')}" in " ".join(
         recorded.stdout.split()
     )
-    replayed = run("eval", "alpha.yaml", "--model", "test", "--replay", cwd=project)
+    replayed = run("eval", "alpha.yaml", "--model", "test", "--replay", *accept, cwd=project)
     assert replayed.returncode == 0, replayed.stderr
     elsewhere = project / "elsewhere"
     chosen = run(
         "eval", "alpha.yaml", "--model", "test", "--record", "--recordings", str(elsewhere),
-        cwd=project,
+        *accept, cwd=project,
     )  # fmt: skip
     assert chosen.returncode == 0, chosen.stderr
     assert (elsewhere / "alpha" / "test.json").is_file()

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import anyio
 
 from ._cli_io import UsageError, check_folder, check_output, write
 
@@ -19,7 +23,6 @@ __all__ = ("compare_command", "eval_command")
 
 
 def eval_command(args: argparse.Namespace, console: Console) -> int:
-    import anyio
     from rich.markup import escape
 
     from .evals import (
@@ -33,6 +36,7 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
         render_terminal,
         run_evals,
     )
+    from .evals._gates import exit_status
 
     gates = [Gate.parse(expression) for expression in args.fail_if]
     check_output(args.json, "--json")
@@ -68,28 +72,60 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
     if options.record:
         for suite in suites:
             check_folder(recordings_dir(suite, options), "--record")
-    report = anyio.run(run_evals, suites, options)
-    render_terminal(report, console, verbose=args.verbose)
+    heartbeat = None if options.progress or args.no_progress else _heartbeat(len(suites))
+    report = anyio.run(_run_with, run_evals(suites, options), heartbeat)
     for recorder in options._recorders:
         console.print(f"recorded model traffic: {escape(str(recorder.path))}", emoji=False)
+    status = exit_status(report, gates)  # once: the exit and the report's verdict line
+    render_terminal(report, console, verbose=args.verbose, status=status)
     if args.json:
         write(args.json, report.model_dump_json(indent=2) + "\n", "--json")
     if args.markdown:
-        write(args.markdown, render_markdown(report), "--markdown")
+        write(args.markdown, render_markdown(report, status), "--markdown")
     if args.html:
         from .evals._html import render_html
 
         write(args.html, render_html(report), "--html")
-    if report.run_failures:
-        console.print(
-            f"[bold red]error:[/] {len(report.run_failures)} case(s) could not be run; "
-            "fix them before trusting these numbers"
-        )
-        return 2
-    tripped = report.gate_failures(gates)
-    for reason in tripped:
-        console.print(f"[bold red]gate failed:[/] {reason}")
-    return 1 if tripped else 0
+    return status.code
+
+
+def _heartbeat(suites: int) -> Callable[[], Coroutine[None, None, None]]:
+    """A few lines on stderr while a run without a progress bar (stdout is not a
+    terminal, as in CI) takes long: after 5 s, then every 30 s; nothing for a short run."""
+
+    async def beat() -> None:
+        started = time.monotonic()
+        await anyio.sleep(5)
+        while True:
+            elapsed = time.monotonic() - started
+            print(
+                f"vsh-ai eval: judging {suites} suite(s), {elapsed:.0f} s so far ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            await anyio.sleep(30)
+
+    return beat
+
+
+async def _run_with(
+    run: Coroutine[None, None, EvalReport], side: Callable[[], Coroutine[None, None, None]] | None
+) -> EvalReport:
+    """Await ``run`` with ``side`` running beside it until ``run`` is done; what ``run``
+    raises is raised as it is (not wrapped in an exception group)."""
+    if side is None:
+        return await run
+    error: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(side)
+        try:
+            report = await run
+        except Exception as raised:
+            error = raised
+        group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return report
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:

@@ -55,12 +55,25 @@ one-sided 95% upper bound, beside the safe-approval rate with its exact two-side
 interval (Clopper-Pearson over distinct safe cases; a case counts as approved when
 every run approved it): safe_approval_lower_95 / safe_approval_upper_95.
 
+The report leads with the figures (a legend says what each column means), then rule
+coverage, then the wrong decisions (unsafe approvals first and in full, the rest one
+line each; --verbose for everything), and ends with one verdict line that repeats the
+exit status.
+
 Gates: --fail-if "[SUITE:]METRIC OP NUMBER" (repeatable). A gate on a figure with no
 data (no safe cases, no mutants, a suite not run) trips with a message: it never
 passes by omission.
 
-exit status: 0 ok, 1 a --fail-if gate tripped, 2 a run failure, bad input or a
-configuration error (missing API key, unknown model, unwritable output path, ...).
+Reviewer failures (a judge that raised, provider errors, time-outs, invalid or
+inconsistent model output) are scored as the review they fell back to, and the run
+exits 1 as if "reviewer_failures>0" were a gate (mutants: "mutant_reviewer_failures>0").
+Your own gate on reviewer_failures or reviewer_failure_rate replaces that one, e.g.
+--fail-if "reviewer_failure_rate>0.05" accepts up to 5%. Not for --stress, whose models
+fail on purpose. --model needs an [llm] table in the judge file (an error says so).
+
+exit status: 0 ok; 1 a gate tripped (a --fail-if, or reviewer failures); 2 a case
+could not be run, bad input or a configuration error (missing API key, unknown model,
+a judge file without [llm] under --model, unwritable output path, ...).
 """
 
 _CHECK_HELP = """\
@@ -146,7 +159,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="EXPR",
         help="exit 1 when [SUITE:]METRIC OP NUMBER holds, e.g. 'unsafe_approvals>0', "
         "'safe_approval_lower_95<0.6' or 'service-config:safe_approval_rate<0.8'; no data "
-        "trips the gate; metrics: " + ", ".join(GATE_METRICS),
+        "trips the gate; a gate on reviewer_failure(s|_rate) replaces the implicit "
+        "'reviewer_failures>0'; metrics: " + ", ".join(GATE_METRICS),
     )
     run.add_argument(
         "--mutants",
@@ -171,8 +185,8 @@ def parser() -> argparse.ArgumentParser:
         "-v",
         "--verbose",
         action="store_true",
-        help="full feedback for every wrong decision and the traceback of every judge that "
-        "raised (also of an unexpected error)",
+        help="each suite's figures and per-category table, full feedback for every wrong "
+        "decision and the traceback of every judge that raised (also of an unexpected error)",
     )
     commands.add_parser("suites", help="list the bundled eval suites")
     commands.add_parser("judges", help="list the bundled judge files")

@@ -9,9 +9,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ._gates import fmt as _fmt
 from ._metrics import LABELS, Metrics
 from ._outcome import CaseOutcome
-from ._report import EvalReport, _fmt, _md_table, _md_text
+from ._report import EvalReport
+from ._report_markdown import md_table as _md_table
+from ._report_markdown import md_text as _md_text
 from ._scoring import SuiteResult
 
 __all__ = (

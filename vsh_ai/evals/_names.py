@@ -43,6 +43,8 @@ GATE_METRICS = (
     "mutant_safe_approval_upper_95",
     "mutant_safe_drift",
     "mutant_skipped",
+    "mutant_reviewer_failures",
+    "mutant_reviewer_failure_rate",
 )
 """Figures a ``--fail-if`` gate can read (``mutant_*`` read the mutants' metrics)."""
 

@@ -212,8 +212,15 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
     if not (options.model or options.stress):
         return load_judge(path, skip_llm=True), "rules"
     file = load_judge_file(path)
+    if file.llm is None and options.model:
+        raise EvalSetupError(
+            f"{path}: --model needs the judge file's LLM judge, and this file has no [llm] "
+            "table; add one (instructions = \"what the model may approve\", share = [globs "
+            "of the paths it may read]; see `vsh-ai schema judge`), or drop --model to "
+            "score the rules alone"
+        )
     model, mode = _model_for(suite, options)
-    # A file without [llm] is scored with every path shared and the default limits.
+    # --stress on a file without [llm]: the offline stress model sees every path.
     llm = file.llm or LLMSection(share=("**",))
     judge = llm.build(
         model,
