@@ -20,6 +20,7 @@ class InboxServer:
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((host, port))
+        self.socket.listen(128)  # connections queue until uvicorn accepts them
         self.host = host
         self.port: int = self.socket.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
