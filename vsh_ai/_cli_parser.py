@@ -180,6 +180,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write one self-contained HTML report (figures, charts, wrong decisions)",
     )
+    run.add_argument(
+        "--logfire",
+        action="store_true",
+        help="send the experiment's spans (each case's run and its judge's decision: ids, "
+        "decisions, counts, latencies, never content) to Logfire; needs LOGFIRE_TOKEN or "
+        "a `logfire projects use` folder, or OTEL_EXPORTER_OTLP_ENDPOINT",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument(
         "-v",

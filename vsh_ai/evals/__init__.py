@@ -1,8 +1,10 @@
 """Offline judge evals: labelled VSH suites, a pydantic-evals runner, metrics and reports.
 
-``vsh-ai eval`` is the command line; ``run_evals(find_suites(), EvalOptions())`` is the
-same thing from Python. ``EvalOptions(mutants=True)`` also scores every case's
-meaning-preserving mutants (``suite_mutants``), reported apart by mutation kind.
+``vsh-ai eval`` is the command line; ``run_evals_sync(find_suites(), EvalOptions())`` is
+the same thing from Python (``await run_evals(...)`` inside an event loop).
+``EvalOptions(mutants=True)`` also scores every case's meaning-preserving mutants
+(``suite_mutants``), reported apart by mutation kind; ``EvalOptions(logfire=True)``
+sends the experiment's spans (``configure_logfire``).
 
 Names are imported on first use (PEP 562), so that reading a suite does not import
 VSH, Pydantic AI or pydantic-evals.
@@ -45,7 +47,14 @@ if _typing.TYPE_CHECKING:
         render_terminal,
         wrong_decisions,
     )
-    from ._run import EvalOptions, EvalSetupError, build_judge, recordings_dir, run_evals
+    from ._run import (
+        EvalOptions,
+        EvalSetupError,
+        build_judge,
+        recordings_dir,
+        run_evals,
+        run_evals_sync,
+    )
     from ._runner import run_case
     from ._scoring import MutantKindRow, MutantResult, RuleCoverage, SuiteResult, evaluate_suite
     from ._suite import (
@@ -61,6 +70,7 @@ if _typing.TYPE_CHECKING:
         load_suite,
         suite_json_schema,
     )
+    from ._telemetry import configure_logfire, logfire_scrubbing
 
 _WHERE = {
     "_compare": ("Comparison", "Disagreement", "ReportError", "compare_reports", "load_report"),
@@ -94,7 +104,15 @@ _WHERE = {
         "render_terminal",
         "wrong_decisions",
     ),
-    "_run": ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals"),
+    "_run": (
+        "EvalOptions",
+        "EvalSetupError",
+        "build_judge",
+        "recordings_dir",
+        "run_evals",
+        "run_evals_sync",
+    ),
+    "_telemetry": ("configure_logfire", "logfire_scrubbing"),
     "_runner": ("run_case",),
     "_scoring": ("MutantKindRow", "MutantResult", "RuleCoverage", "SuiteResult", "evaluate_suite"),
     "_suite": (
@@ -159,6 +177,7 @@ __all__ = (
     "clopper_pearson_upper",
     "compare_reports",
     "compute_metrics",
+    "configure_logfire",
     "decided_from",
     "evaluate_suite",
     "find_suites",
@@ -166,12 +185,14 @@ __all__ = (
     "harvest_case",
     "load_report",
     "load_suite",
+    "logfire_scrubbing",
     "recordings_dir",
     "render_markdown",
     "render_terminal",
     "request_digest",
     "run_case",
     "run_evals",
+    "run_evals_sync",
     "stress_model",
     "suite_json_schema",
     "suite_mutants",

@@ -1,4 +1,8 @@
-"""Run suites' case families in worker processes (both cores), results in input order."""
+"""Run suites' mutants in worker processes (both cores), results in input order.
+
+The labelled cases run in the parent, as its pydantic-evals experiment; their diff
+signatures travel with the mutants, which must reproduce them.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,14 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
 import anyio
 
 from .._hooks import JudgeHook
+from ._mutants import Signature
 from ._outcome import RunResult, traced_hook
 from ._runner import run_families
 from ._suite import EvalCase, Suite
@@ -74,6 +79,7 @@ def _work(
     repeat: int,
     concurrency: int,
     scratch: Path | None,
+    signatures: Mapping[str, Signature | None],
 ) -> list[list[RunResult]]:
     """In a worker: run some families of one suite with a judge built from its spec."""
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
@@ -89,6 +95,7 @@ def _work(
             concurrency=concurrency,
             scratch=scratch,
             limiter=limiter,
+            signatures=signatures,
         )
 
     return anyio.run(go)
@@ -207,12 +214,13 @@ def run_in_pool(
     workers: int,
     scratch: Path | None = None,
     on_runs_done: Callable[[int, int], None] | None = None,
+    signatures: Sequence[Mapping[str, Signature | None]] | None = None,
 ) -> list[list[list[RunResult]]]:
     """Every family of every suite, run by ``workers`` child processes.
 
-    ``plans`` holds each suite's families (``plan_families``); returns their results in
-    order, the same as running them in process. ``on_runs_done(suite_index, runs)``
-    reports progress.
+    ``plans`` holds each suite's families (``plan_families``, or mutants only with the
+    suite's ``signatures``); returns their results in order, the same as running them in
+    process. ``on_runs_done(suite_index, runs)`` reports progress.
     """
     sizes = [[len(family) * repeat for family in plan] for plan in plans]
     results: list[list[list[RunResult]]] = [[[] for _ in plan] for plan in plans]
@@ -236,6 +244,7 @@ def run_in_pool(
                     repeat,
                     concurrency,
                     scratch,
+                    dict(signatures[suite_index]) if signatures else {},
                 )
                 done = worker.run(job)
                 for family, result in zip(families, done, strict=True):

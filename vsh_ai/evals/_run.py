@@ -6,7 +6,7 @@ import contextlib
 import importlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,11 +27,11 @@ from .._judge_files import (
 )
 from ._metrics import compute_metrics
 from ._names import STRESS_MODES
-from ._outcome import RunFailure, RunResult
+from ._outcome import RunFailure, RunResult, traced_hook
 from ._pool import close_started, default_workers, run_in_pool, start_workers
 from ._report import EvalReport
-from ._runner import plan_families
-from ._scoring import SuiteResult, evaluate_suite
+from ._runner import plan_families, run_families
+from ._scoring import Labelled, score_labelled, suite_result
 from ._suite import Suite, load_suite
 
 if TYPE_CHECKING:
@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
     from ._replay import RecordingModel, ReplayModel
 
-__all__ = ("EvalOptions", "EvalSetupError", "build_judge", "recordings_dir", "run_evals")
+__all__ = (
+    "EvalOptions",
+    "EvalSetupError",
+    "build_judge",
+    "recordings_dir",
+    "run_evals",
+    "run_evals_sync",
+)
 
 STRESS_TIMEOUT_S = 0.5
 POOL_MIN_RUNS = 1000
@@ -54,7 +61,11 @@ class EvalSetupError(ValueError):
 
 @dataclass
 class EvalOptions:
-    """How to judge: ``judge`` is a judge file or ``module:attr`` (default: the suite's)."""
+    """How to judge: ``judge`` is a judge file or ``module:attr`` (default: the suite's).
+
+    ``logfire``: configure Logfire and send the experiment's spans (``configure_logfire``);
+    off by default, and never content.
+    """
 
     judge: str | Judge | None = None
     model: str | Model | None = None
@@ -68,6 +79,7 @@ class EvalOptions:
     scratch: Path | None = None
     mutants: bool = False
     workers: int | None = None
+    logfire: bool = False
     _recorders: list[RecordingModel] = field(default_factory=list, repr=False)
     _replays: list[ReplayModel] = field(default_factory=list, repr=False)
 
@@ -215,7 +227,7 @@ def build_judge(suite: Suite, options: EvalOptions) -> tuple[Judge, str]:
     if file.llm is None and options.model:
         raise EvalSetupError(
             f"{path}: --model needs the judge file's LLM judge, and this file has no [llm] "
-            "table; add one (instructions = \"what the model may approve\", share = [globs "
+            'table; add one (instructions = "what the model may approve", share = [globs '
             "of the paths it may read]; see `vsh-ai schema judge`), or drop --model to "
             "score the rules alone"
         )
@@ -272,35 +284,62 @@ def _poolable(options: EvalOptions) -> bool:
 async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> EvalReport:
     """Score every suite; replay misses and setup errors raise, run failures are reported.
 
-    With ``options.mutants`` every case's mutants are scored too and reported apart.
-    Large runs of file or ``module:attr`` judges use ``options.workers`` processes.
+    A coroutine: ``await run_evals(find_suites(), EvalOptions())`` inside an event loop,
+    or ``run_evals_sync(find_suites(), EvalOptions())`` from plain code. Each suite's
+    labelled cases run as a pydantic-evals experiment whose task is the real run (the
+    judge's spans sit inside each case's span; ``options.logfire`` sends them, see
+    ``configure_logfire``). With ``options.mutants`` every case's mutants are scored too
+    and reported apart; large mutant runs of file or ``module:attr`` judges use
+    ``options.workers`` processes.
     """
     options.validate()
-    if _rules_only(options):
+    if options.logfire:
+        from ._telemetry import LogfireSetupError, configure_logfire
+
+        try:
+            configure_logfire()  # imports Pydantic AI here, before any prefetch thread
+        except LogfireSetupError as error:
+            raise EvalSetupError(str(error)) from None
+    if _rules_only(options) and not options.logfire:
         _prefetch_experiment()
     options._recorders.clear()
     options._replays.clear()
     loaded = [s if isinstance(s, Suite) else load_suite(s) for s in suites]
     workers = options.workers if options.workers is not None else default_workers()
     # Start the workers a pool run will need now: they import while judges are built and
-    # mutants planned. Estimated before planning (a case has about 5 mutants); a guess too
-    # high only costs the spare workers' start-up.
-    runs = (
-        sum(len(suite.cases) for suite in loaded) * options.repeat * (6 if options.mutants else 1)
-    )
-    if workers > 1 and _poolable(options) and (options.workers or runs >= POOL_MIN_RUNS):
+    # the labelled cases run. Estimated before planning (a case has about 5 mutants); a
+    # guess too high only costs the spare workers' start-up.
+    mutant_runs = sum(len(suite.cases) for suite in loaded) * options.repeat * 5
+    if _pooled(options, workers, mutant_runs):
         start_workers(workers)
     try:
         return await _run_loaded(loaded, options, workers)
     finally:
         close_started()
+        if options.logfire:
+            import logfire
+
+            logfire.force_flush()
+
+
+def run_evals_sync(suites: Sequence[Path | Suite], options: EvalOptions) -> EvalReport:
+    """``run_evals`` from code that has no event loop running (scripts, notebooks' cells
+    excepted): ``anyio.run(run_evals, suites, options)``."""
+    return anyio.run(run_evals, suites, options)
+
+
+def _pooled(options: EvalOptions, workers: int, mutant_runs: int) -> bool:
+    """Whether mutants run in worker processes: asked for, or enough of them to pay."""
+    wanted = options.workers is not None or mutant_runs >= POOL_MIN_RUNS
+    return options.mutants and workers > 1 and wanted and _poolable(options)
 
 
 async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -> EvalReport:
     prepared = [(suite, *build_judge(suite, options)) for suite in loaded]
+    hooks = [traced_hook(judge, max_concurrency=options.concurrency) for _, judge, _ in prepared]
     # Suites run together; one limiter keeps `concurrency` judge calls in flight overall.
     limiter = anyio.CapacityLimiter(options.concurrency)
-    results: list[SuiteResult | None] = [None] * len(prepared)
+    labelled: list[Labelled | None] = [None] * len(prepared)
     bar = Progress(transient=True) if options.progress else None
     plans = [plan_families(suite, options.mutants) for suite in loaded]
     totals = [sum(len(f) for f in plan) * options.repeat for plan in plans]
@@ -309,17 +348,43 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
         if bar
         else []
     )
-    pooled: list[list[list[RunResult]]] | None = None
+    mutant_plans = [[family[1:] for family in plan] for plan in plans]
+    mutant_total = sum(len(f) for plan in mutant_plans for f in plan) * options.repeat
+    mutant_runs: list[list[list[RunResult]] | None] = [None] * len(prepared)
+    pooled = False
+
+    def advance(index: int) -> Callable[[], None] | None:
+        if bar is None:
+            return None
+        return lambda: bar.advance(tasks[index])
 
     with bar or nullcontext():
-        wanted = options.workers is not None or sum(totals) >= POOL_MIN_RUNS
-        if workers > 1 and wanted and _poolable(options):
+
+        async def label(index: int) -> None:
+            suite, judge, _ = prepared[index]
+            labelled[index] = await score_labelled(
+                suite,
+                judge,
+                hooks[index],
+                repeat=options.repeat,
+                concurrency=options.concurrency,
+                scratch=options.scratch,
+                limiter=limiter,
+                on_run_done=advance(index),
+            )
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(prepared)):
+                group.start_soon(label, index)
+        done = [item for item in labelled if item is not None]
+        if options.mutants and _pooled(options, workers, mutant_total):
+            pooled = True
             judge_spec = options.judge if isinstance(options.judge, str) else None
-            pooled = await anyio.to_thread.run_sync(
+            results = await anyio.to_thread.run_sync(
                 partial(
                     run_in_pool,
                     loaded,
-                    plans,
+                    mutant_plans,
                     judge=judge_spec,
                     stress=options.stress,
                     repeat=options.repeat,
@@ -327,40 +392,50 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                     workers=workers,
                     scratch=options.scratch,
                     on_runs_done=(lambda i, n: bar.advance(tasks[i], n)) if bar else None,
+                    signatures=[item.signatures for item in done],
                 )
             )
+            mutant_runs = list(results)
+        elif options.mutants:
 
-        async def run_one(index: int, suite: Suite, judge: Judge, mode: str) -> None:
-            task = tasks[index] if bar else None
-            results[index] = await evaluate_suite(
-                suite,
-                judge,
-                mode=mode,
-                repeat=options.repeat,
-                concurrency=options.concurrency,
-                scratch=options.scratch,
-                limiter=limiter,
-                on_case_done=(lambda: bar.advance(task)) if bar and task is not None else None,
-                mutants=options.mutants,
-                families=plans[index],
-                precomputed=pooled[index] if pooled is not None else None,
-            )
+            async def mutate(index: int) -> None:
+                mutant_runs[index] = await run_families(
+                    loaded[index],
+                    mutant_plans[index],
+                    hooks[index],
+                    repeat=options.repeat,
+                    concurrency=options.concurrency,
+                    scratch=options.scratch,
+                    limiter=limiter,
+                    on_run_done=advance(index),
+                    signatures=done[index].signatures,
+                )
 
-        async with anyio.create_task_group() as group:
-            for index, (suite, judge, mode) in enumerate(prepared):
-                group.start_soon(run_one, index, suite, judge, mode)
-    done = [r for r in results if r is not None]
+            async with anyio.create_task_group() as group:
+                for index in range(len(prepared)):
+                    group.start_soon(mutate, index)
+    results_by_suite = [
+        suite_result(
+            suite,
+            judge,
+            done[index],
+            mode=mode,
+            families=plans[index],
+            mutants=mutant_runs[index],
+        )
+        for index, (suite, judge, mode) in enumerate(prepared)
+    ]
     for replay in options._replays:
         replay.raise_for_misses()
     for recorder in options._recorders:
         recorder.save()
-    observations = [o for r in done for o in r.observations]
-    failures: list[RunFailure] = [f for r in done for f in r.run_failures]
-    mutant_observations = [o for r in done if r.mutants for o in r.mutants.observations]
+    observations = [o for r in results_by_suite for o in r.observations]
+    failures: list[RunFailure] = [f for r in results_by_suite for f in r.run_failures]
+    mutant_observations = [o for r in results_by_suite if r.mutants for o in r.mutants.observations]
     return EvalReport(
-        suites=done,
+        suites=results_by_suite,
         overall=compute_metrics(observations),
         run_failures=failures,
         mutants=compute_metrics(mutant_observations) if options.mutants else None,
-        workers=workers if pooled is not None else 1,
+        workers=workers if pooled else 1,
     )

@@ -4,20 +4,22 @@ coverage and mutant rows."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
-from .._hooks import Judge, judge_digest
+from .._hooks import Judge, JudgeHook, judge_digest
 from ._metrics import Metrics, Observation, compute_metrics
-from ._mutants import MUTATION_KINDS, MutantCase
+from ._mutants import MUTATION_KINDS, MutantCase, Signature
 from ._outcome import CaseError, CaseOutcome, RunFailure, RunResult, Skipped, Traced, traced_hook
-from ._runner import plan_families, run_families
+from ._runner import CaseRunner, lanes_for, plan_families, run_families
 from ._suite import EvalCase, Suite
 
 __all__ = (
+    "Labelled",
     "MutantKindRow",
     "MutantResult",
     "RuleCoverage",
@@ -26,6 +28,8 @@ __all__ = (
     "evaluate_suite",
     "observation_of",
     "rule_inventory",
+    "score_labelled",
+    "suite_result",
 )
 
 
@@ -232,53 +236,120 @@ async def evaluate_suite(
     on_case_done: Callable[[], None] | None = None,
     mutants: bool = False,
     families: Sequence[Sequence[EvalCase]] | None = None,
-    precomputed: Sequence[Sequence[RunResult]] | None = None,
 ) -> SuiteResult:
     """Score ``judge`` on ``suite`` with the production fail-closed hook semantics.
 
-    ``limiter`` caps judge calls in flight across suites run together; ``on_case_done``
-    is called after each run (progress bars). ``mutants`` also scores every case's
-    mutants (reported apart). ``precomputed`` takes results a worker process produced
-    for ``families`` (default ``plan_families(suite, mutants)``) instead of running them.
+    The labelled cases run as a pydantic-evals experiment (``score_labelled``): each
+    case's task is its real run, so the experiment's spans hold the judge's. ``limiter``
+    caps judge calls in flight across suites run together; ``on_case_done`` is called
+    after each run (progress bars). ``mutants`` also scores every case's mutants
+    (``families``, default ``plan_families(suite, mutants)``), reported apart.
     """
     if families is None:
         families = plan_families(suite, mutants)
-    if precomputed is None:
-        hook = traced_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
-        precomputed = await run_families(
+    hook = traced_hook(judge, timeout=hook_timeout, max_concurrency=concurrency)
+    labelled = await score_labelled(
+        suite,
+        judge,
+        hook,
+        repeat=repeat,
+        concurrency=concurrency,
+        scratch=scratch,
+        limiter=limiter,
+        on_run_done=on_case_done,
+        progress=progress,
+    )
+    mutant_runs = None
+    if any(len(family) > 1 for family in families):
+        mutant_runs = await run_families(
             suite,
-            families,
+            [family[1:] for family in families],
             hook,
             repeat=repeat,
             concurrency=concurrency,
             scratch=scratch,
             limiter=limiter,
             on_run_done=on_case_done,
+            signatures=labelled.signatures,
         )
-    by_case: dict[str, list[RunResult]] = {
-        family[0].id: list(results[:repeat])
-        for family, results in zip(families, precomputed, strict=True)
-    }
+    return suite_result(suite, judge, labelled, mode=mode, families=families, mutants=mutant_runs)
 
-    from ._experiment import replay_experiment  # pydantic-evals: imported once runs are done
 
-    report = await replay_experiment(suite, judge.id, by_case, repeat=repeat, progress=progress)
-    observations = [observation_of(case.inputs, case.output) for case in report.cases]
-    outcomes = [case.output for case in report.cases]
+@dataclass
+class Labelled:
+    """A suite's labelled cases, run by the experiment: each case's runs in suite order,
+    and their diff signatures (what their mutants must reproduce)."""
+
+    runs: list[list[RunResult]]
+    signatures: dict[str, Signature | None]
+    repeat: int
+
+
+async def score_labelled(
+    suite: Suite,
+    judge: Judge,
+    hook: JudgeHook,
+    *,
+    repeat: int = 1,
+    concurrency: int = 8,
+    scratch: Path | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+    on_run_done: Callable[[], None] | None = None,
+    progress: bool = False,
+) -> Labelled:
+    """Run the suite's labelled cases as its pydantic-evals experiment (``_experiment``)."""
+    from ._experiment import run_experiment  # pydantic-evals: only when a suite is scored
+
+    runner = CaseRunner(suite, hook, scratch=scratch, limiter=limiter, on_run_done=on_run_done)
+    try:
+        experiment = await run_experiment(
+            suite,
+            judge.id,
+            runner,
+            repeat=repeat,
+            lanes=lanes_for(hook, concurrency),
+            progress=progress,
+        )
+    finally:
+        await runner.close()
+    return Labelled(experiment.runs(suite, repeat), runner.signatures, repeat)
+
+
+def suite_result(
+    suite: Suite,
+    judge: Judge,
+    labelled: Labelled,
+    *,
+    mode: str,
+    families: Sequence[Sequence[EvalCase]],
+    mutants: Sequence[Sequence[RunResult]] | None = None,
+) -> SuiteResult:
+    """The scored suite: its labelled runs and, when run, its mutants' (``families``
+    without their first case, in order)."""
+    outcomes = [r for runs in labelled.runs for r in runs if isinstance(r, CaseOutcome)]
+    by_id = {case.id: case for case in suite.cases}
+    observations = [observation_of(by_id[o.case_id], o) for o in outcomes]
+    failures = [
+        RunFailure(case_id=r.case_id, error=r.message)
+        for runs in labelled.runs
+        for r in runs
+        if isinstance(r, CaseError)
+    ]
+    mutant_result = None
+    if mutants is not None:
+        combined = [[*origin, *rest] for origin, rest in zip(labelled.runs, mutants, strict=True)]
+        mutant_result = _mutant_result(families, combined, labelled.repeat)
     return SuiteResult(
         scenario=suite.scenario,
         judge=judge.id,
         mode=mode,
         policy=suite.policy,
-        repeat=repeat,
+        repeat=labelled.repeat,
         outcomes=outcomes,
         observations=observations,
         metrics=compute_metrics(observations),
         judge_digest=judge_digest(judge),
         coverage=coverage_of(judge, outcomes),
-        run_failures=[
-            RunFailure(case_id=f.inputs.id, error=f.error_message.removeprefix("CaseRunError: "))
-            for f in report.failures
-        ],
-        mutants=_mutant_result(families, precomputed, repeat),
+        run_failures=failures,
+        mutants=mutant_result,
     )
