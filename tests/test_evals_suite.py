@@ -106,7 +106,9 @@ def test_bad_label_names_file_case_and_field(tmp_path: Path) -> None:
         load_suite(path)
     message = str(caught.value)
     assert str(path) in message
-    assert "case 'bad' (cases[1]), field 'expected'" in message
+    assert "yaml:17:5: case 'bad' (cases[1]), field 'expected'" in message
+    assert "(got 'maybe'); fix: use one of 'approve', 'review' or 'reject'" in message
+    assert "`vsh-ai schema suite`" in message
 
 
 def test_missing_field_and_unknown_field(tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_missing_field_and_unknown_field(tmp_path: Path) -> None:
 
 
 def test_duplicate_ids_bash_without_flag_and_bad_paths(tmp_path: Path) -> None:
-    with pytest.raises(SuiteError, match=r"cases\[1\] \(ok\): duplicate case id"):
+    with pytest.raises(SuiteError, match=r"yaml:12:5: case 'ok' \(cases\[1\]\), field 'id': dup"):
         load_suite(write_suite(tmp_path, GOOD_CASE + GOOD_CASE))
     bash = GOOD_CASE.replace("    expected:", "    language: bash\n    expected:")
     with pytest.raises(SuiteError, match="language is bash but the suite has `bash: false`"):
@@ -132,7 +134,7 @@ def test_duplicate_ids_bash_without_flag_and_bad_paths(tmp_path: Path) -> None:
 def test_bad_yaml_base64_and_fixture(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("scenario: [unclosed\n")
-    with pytest.raises(SuiteError, match=r"bad.yaml: line \d+ is not valid YAML"):
+    with pytest.raises(SuiteError, match=r"bad.yaml:2:1: not valid YAML: .*; fix: "):
         load_suite(path)
     path.write_bytes(b"scenario: caf\xe9\n")  # Latin-1, not UTF-8
     with pytest.raises(SuiteError, match=r"bad\.yaml: not UTF-8 text; save it as UTF-8"):

@@ -82,8 +82,9 @@ def error_for(tmp_path: Path, text: str) -> str:
 
 def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     message = error_for(tmp_path, 'id = "x"\n[rules\n')
-    assert message.startswith(f"{tmp_path / 'bad.toml'}: invalid TOML:")
-    assert "line 2, column 7" in message
+    assert message.startswith(f"{tmp_path / 'bad.toml'}:2:7: invalid TOML:")
+    assert "fix: " in message
+    assert "`vsh-ai schema judge`" in message
 
 
 def test_a_bad_sharing_glob_is_located(tmp_path: Path) -> None:
@@ -97,7 +98,7 @@ def test_unknown_rule_type_is_located(tmp_path: Path) -> None:
         tmp_path,
         'id = "x"\n[[rules.rule]]\ntype = "no_secrets"\n[[rules.rule]]\ntype = "alow_paths"\n',
     )
-    assert "rules.rule[1].type: unknown rule type 'alow_paths'" in message
+    assert "bad.toml:5:1: rules.rule[1].type: unknown rule type 'alow_paths'" in message
     assert "fix: set `type` to one of: allow_added_lines, allow_config," in message
 
 
@@ -106,9 +107,14 @@ def test_misspelled_field_lists_the_allowed_ones(tmp_path: Path) -> None:
         tmp_path,
         'id = "x"\n[[rules.rule]]\ntype = "allow_paths"\npath = ["a/**"]\nkinds = ["create"]\n',
     )
-    assert "rules.rule[0].path: Extra inputs are not permitted" in message
+    assert "bad.toml:4:1: rules.rule[0].path (rule id 'allow_paths'): Extra inputs are not " in (
+        message
+    )
     assert "allowed here: credential_text, description, destructive, id, kinds," in message
-    assert "rules.rule[0].paths: Field required; fix: add this key" in message
+    assert (
+        "bad.toml:2:1: rules.rule[0].paths (rule id 'allow_paths'): Field required; fix: add "
+        in (message)
+    )
 
 
 def test_bad_values_are_located(tmp_path: Path) -> None:
@@ -117,11 +123,16 @@ def test_bad_values_are_located(tmp_path: Path) -> None:
         'id = "x"\n[rules]\non_unproven = "approve"\n[[rules.rule]]\ntype = "forbidden_patterns"\n'
         'patterns = ["(a)\\\\1"]\n[llm]\ntimeout = -1\n',
     )
-    assert "rules.on_unproven: Input should be 'review' or 'escalate'" in message
-    assert "rules.rule[0].patterns: pattern '(a)\\\\1' is not supported" in message
+    assert "bad.toml:3:1: rules.on_unproven: Input should be 'review' or 'escalate'" in message
+    assert (
+        "bad.toml:6:1: rules.rule[0].patterns (rule id 'forbidden_patterns'): pattern "
+        "'(a)\\\\1' is not supported"
+    ) in message
     assert "no backreferences" in message
-    assert "llm.timeout: Input should be greater than 0" in message
-    assert "(3 problem(s))" in message
+    assert "fix: rewrite it" in message
+    assert "bad.toml:8:1: llm.timeout: Input should be greater than 0" in message
+    assert "fix: use a number above 0" in message
+    assert "invalid judge file, 3 problem(s)" in message
 
 
 def test_bad_globs_and_constraints_are_located(tmp_path: Path) -> None:
@@ -132,12 +143,18 @@ def test_bad_globs_and_constraints_are_located(tmp_path: Path) -> None:
         '[rules.rule.may_change]\n"a.b" = { type = "boolean", min = 1 }\n'
         '"a.c" = { type = "string", pattern = "(?=x)" }\n',
     )
-    assert "rules.rule[0].globs: glob 'docs/**.md': '**' is only allowed as a whole segment" in (
+    assert "rules.rule[0].globs (rule id 'denied_changes'): glob 'docs/**.md': '**' is only" in (
         message
     )
     assert "'docs/**/*.md'" in message
-    assert "rules.rule[1].may_change.a.b: min/max apply to integer, number or list" in message
-    assert "rules.rule[1].may_change.a.c.pattern: pattern '(?=x)' is not supported" in message
+    assert (
+        "bad.toml:9:1: rules.rule[1].may_change.a.b (rule id 'allow_config'): min/max apply "
+        "to integer, number or list" in message
+    )
+    assert (
+        "bad.toml:10:1: rules.rule[1].may_change.a.c.pattern (rule id 'allow_config'): "
+        "pattern '(?=x)' is not supported" in message
+    )
 
 
 def test_duplicate_rule_ids(tmp_path: Path) -> None:
@@ -145,7 +162,9 @@ def test_duplicate_rule_ids(tmp_path: Path) -> None:
         tmp_path,
         'id = "x"\n[[rules.rule]]\ntype = "no_secrets"\n[[rules.rule]]\ntype = "no_secrets"\n',
     )
-    assert "rule ids must be unique; set a distinct `id` on ['no_secrets']" in message
+    assert "bad.toml:2:1: rules.rule: rule ids must be unique; fix: set a distinct `id` on " in (
+        message
+    )
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -2,9 +2,8 @@
 
 A judge file has a top-level ``id`` and ``description``, a ``[rules]`` table with
 ``on_unproven`` and ``[[rules.rule]]`` entries (each tagged by ``type``), and an optional
-``[llm]`` table. Regenerate the editor schema with
-``vsh-ai schema judge --out judges/schema.json`` (or
-``python -m vsh_ai._judge_files --schema > judges/schema.json``).
+``[llm]`` table. ``vsh-ai schema judge`` prints the schema of every field (the
+checkout's ``judges/schema.json`` is regenerated with ``--out judges/schema.json``).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import tomllib
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._hooks import Pipeline
+from ._loading import Located, SourceError, load_toml
 from .rules import AnyRule, OnUnproven, RuleSet
 from .rules._glob import check_globs
 
@@ -36,11 +35,13 @@ __all__ = (
     "bundled_judges",
     "load_judge",
     "load_judge_file",
+    "parse_judge_file",
     "resolve_judge_path",
     "schema",
 )
 
-_SCHEMA_HINT = "see judges/schema.json for every field"
+SCHEMA_POINTER = "every field: `vsh-ai schema judge`"
+_IMPERATIVE = re.compile(r"^(give|set|use|write|name|rewrite|add|remove|choose)\b")
 
 
 class JudgeFileError(ValueError):
@@ -176,34 +177,89 @@ def _fix(error: Any) -> str:
         allowed = ", ".join(_allowed_fields(error["loc"]))
         return f"remove this key or correct its spelling (allowed here: {allowed})"
     if kind == "missing":
-        return "add this key"
+        return f"add `{error['loc'][-1]} = ...`"
     if kind == "union_tag_invalid":
         return "set `type` to one of: " + ", ".join(sorted(_rule_classes()))
     if kind == "union_tag_not_found":
         return 'give the rule a `type`, e.g. type = "allow_paths"'
     if kind in ("literal_error", "enum"):
         return "use " + str(error.get("ctx", {}).get("expected", "an allowed value"))
-    if kind == "value_error":
-        return "correct the value as the message says"
-    return _SCHEMA_HINT
+    if kind in ("greater_than", "greater_than_equal"):
+        bound = error.get("ctx", {}).get("gt", error.get("ctx", {}).get("ge"))
+        return f"use a number {'above' if kind == 'greater_than' else 'of at least'} {bound}"
+    if kind in ("string_type", "int_type", "float_type", "bool_type", "list_type", "dict_type"):
+        wanted = {
+            "string": 'a quoted string ("...")',
+            "int": "a whole number",
+            "float": "a number",
+            "bool": "true or false",
+            "list": "an array [...]",
+            "dict": "a table",
+        }
+        return f"write {wanted[kind.removesuffix('_type')]}"
+    if kind in ("int_parsing", "float_parsing", "bool_parsing"):
+        return "write the value without quotes (e.g. 30, 1.5, true)"
+    if kind == "string_pattern_mismatch":
+        return "use letters, digits, '_', '.' and '-' only"
+    if kind in ("too_short", "string_too_short"):
+        return "give at least one item" if kind == "too_short" else "give a non-empty string"
+    return f"change this value ({SCHEMA_POINTER} shows what it accepts)"
 
 
-def _message(error: Any) -> str:
+def _message(error: Any) -> tuple[str, str]:
+    """What is wrong and how to fix it."""
     if error["type"] == "union_tag_invalid":
-        return f"unknown rule type {error.get('ctx', {}).get('tag', error.get('input'))!r}"
+        tag = error.get("ctx", {}).get("tag", error.get("input"))
+        return f"unknown rule type {tag!r}", _fix(error)
     message = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] not in ("missing", "extra_forbidden", "value_error") and "input" in error:
+    if error["type"] == "value_error":
+        problem, _, advice = message.partition("; ")
+        if advice:
+            return problem, advice
+        if _IMPERATIVE.match(message):
+            return "invalid value", message
+        return message, _fix(error)
+    if error["type"] not in ("missing", "extra_forbidden") and "input" in error:
         message += f" (got {error['input']!r:.60})"
-    return message
+    return message, _fix(error)
 
 
-def _format_errors(path: Path, error: ValidationError) -> str:
-    lines = [f"{path}: invalid judge file ({error.error_count()} problem(s)):"]
+def _rule_id(data: Any, loc: tuple[int | str, ...]) -> str:
+    if loc[:2] != ("rules", "rule") or len(loc) < 3 or not isinstance(loc[2], int):
+        return ""
+    try:
+        rule = data["rules"]["rule"][loc[2]]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    if not isinstance(rule, dict):
+        return ""
+    rule_id = rule.get("id")
+    if rule_id is None and rule.get("type") in _rule_classes():
+        rule_id = rule["type"]  # a rule's id defaults to its type
+    return f" (rule id {rule_id!r})" if isinstance(rule_id, str) else ""
+
+
+def _source_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The key path in the file: pydantic's union tag after a rule index removed."""
+    if loc[:2] == ("rules", "rule") and len(loc) > 3 and isinstance(loc[2], int):
+        return loc[:3] + loc[4:]
+    return loc
+
+
+def _format_errors(path: Path, located: Located, error: ValidationError) -> str:
+    lines = [f"{path}: invalid judge file, {error.error_count()} problem(s) ({SCHEMA_POINTER}):"]
     for item in error.errors():
-        where = _location(item["loc"])
+        loc = tuple(item["loc"])
+        where = _location(loc)
+        source = _source_loc(loc)
         if item["type"] in ("union_tag_invalid", "union_tag_not_found"):
             where += ".type"
-        lines.append(f"  {where}: {_message(item)}; fix: {_fix(item)}")
+            source = (*source, "type")
+        line, column = located.where(source) or (1, 1)
+        problem, fix = _message(item)
+        lines.append(
+            f"  {path}:{line}:{column}: {where}{_rule_id(located.data, loc)}: {problem}; fix: {fix}"
+        )
     return "\n".join(lines)
 
 
@@ -216,14 +272,19 @@ def load_judge_file(path: str | PathLike[str]) -> JudgeFile:
         raise JudgeFileError(f"{file}: cannot read judge file ({error.strerror})") from None
     except UnicodeDecodeError:
         raise JudgeFileError(f"{file}: not UTF-8 text; save it as UTF-8 TOML") from None
+    return parse_judge_file(text, file)
+
+
+def parse_judge_file(text: str, path: Path) -> JudgeFile:
+    """Validate judge-file text read from ``path`` (``-`` for standard input)."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise JudgeFileError(f"{file}: invalid TOML: {error}; fix the syntax there") from None
+        located = load_toml(text)
+    except SourceError as error:
+        raise JudgeFileError(f"{path}:{error}. ({SCHEMA_POINTER})") from None
     try:
-        return JudgeFile.model_validate(data)
+        return JudgeFile.model_validate(located.data)
     except ValidationError as error:
-        raise JudgeFileError(_format_errors(file, error)) from None
+        raise JudgeFileError(_format_errors(path, located, error)) from None
 
 
 def bundled_judges() -> dict[str, Path]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._loading import Located, SourceError, load_yaml
 from ._names import bundled_root
 
 __all__ = (
@@ -25,13 +26,14 @@ __all__ = (
     "bundled_suites_dir",
     "find_suites",
     "load_suite",
+    "parse_suite",
     "suite_json_schema",
+    "suite_problems",
 )
 
 Expected = Literal["approve", "review", "reject"]
 
-# libyaml's safe loader when PyYAML was built with it (10x faster), else the pure-Python one.
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SCHEMA_POINTER = "every field: `vsh-ai schema suite`"
 
 
 class SuiteError(ValueError):
@@ -61,7 +63,10 @@ class BinaryFile(_Strict):
         try:
             base64.b64decode(value, validate=True)
         except binascii.Error as error:
-            raise ValueError(f"not valid base64 ({error})") from None
+            raise ValueError(
+                f"not valid base64 ({error}); fix: encode the file's bytes with base64 "
+                "(e.g. `base64 -w0 FILE`)"
+            ) from None
         return value
 
     @property
@@ -101,7 +106,11 @@ class EvalCase(_Strict):
         for name in files:
             parts = Path(name).parts
             if Path(name).is_absolute() or ".." in parts or not parts:
-                raise ValueError(f"file path {name!r} must be relative and stay in the workspace")
+                raise ValueError(
+                    f"file path {name!r} must be relative and stay in the workspace; fix: "
+                    "name it from the workspace root without a leading / or .., e.g. "
+                    "'config/app.toml'"
+                )
         return files
 
     @property
@@ -131,11 +140,16 @@ class Suite(_Strict):
         seen: set[str] = set()
         for index, case in enumerate(self.cases):
             if case.id in seen:
-                raise ValueError(f"cases[{index}] ({case.id}): duplicate case id")
+                raise ValueError(
+                    f"cases[{index}].id ({case.id}): duplicate case id; fix: give each case "
+                    "a distinct id"
+                )
             seen.add(case.id)
             if case.language == "bash" and not self.bash:
                 raise ValueError(
-                    f"cases[{index}] ({case.id}): language is bash but the suite has `bash: false`"
+                    f"cases[{index}].language ({case.id}): language is bash but the suite has "
+                    "`bash: false`; fix: add `bash: true` at the top of the suite, or write the "
+                    "program in Monty"
                 )
         return self
 
@@ -161,51 +175,155 @@ class Suite(_Strict):
         return bundled_judges().get(self.judge.removesuffix(".toml"), path)
 
 
-def _locate(suite: Any, loc: tuple[int | str, ...]) -> str:
-    """Turn a pydantic error location into ``case 'id' (cases[3]), field 'expected'``."""
-    if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
-        index = loc[1]
-        case_id = "?"
-        cases = suite.get("cases") if isinstance(suite, dict) else None
-        if isinstance(cases, list) and index < len(cases) and isinstance(cases[index], dict):
-            case_id = str(cases[index].get("id", "?"))
-        field = ".".join(str(p) for p in loc[2:]) or "(the case itself)"
-        return f"case {case_id!r} (cases[{index}]), field {field!r}"
-    return f"field {'.'.join(str(p) for p in loc) or '(top level)'!r}"
-
-
 def load_suite(path: str | Path) -> Suite:
-    """Read and validate one suite file; raise ``SuiteError`` naming file, case and field."""
+    """Read and validate one suite file; raise ``SuiteError`` naming file, line, case,
+    field and the fix."""
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise SuiteError(f"{path}: cannot read suite file ({error.strerror})") from None
     except UnicodeDecodeError:
         raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 YAML") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise SuiteError(f"{path}:{where} is not valid YAML: {error}") from None
+    return parse_suite(text, path)
+
+
+def parse_suite(text: str, path: Path) -> Suite:
+    """Validate suite text read from ``path`` (``-`` for standard input)."""
+    try:
+        located = load_yaml(text)
+    except SourceError as error:
+        raise SuiteError(f"{path}:{error}. ({SCHEMA_POINTER})") from None
+    raw = located.data
     if not isinstance(raw, dict):
-        raise SuiteError(f"{path}: a suite is a mapping with scenario, authorization and cases")
+        raise SuiteError(
+            f"{path}:1:1: a suite is a mapping; fix: start with `scenario:`, `description:`, "
+            f"`authorization:` and `cases:` lines. ({SCHEMA_POINTER})"
+        )
     try:
         suite = Suite.model_validate({**raw, "path": path})
     except ValidationError as error:
-        problems = [
-            f"  {_locate(raw, tuple(e['loc']))}: {e['msg']}"
-            for e in error.errors(include_url=False)
-        ]
+        problems = suite_problems(located, error)
         raise SuiteError(
-            f"{path}: invalid suite ({len(problems)} problem(s)); fix:\n" + "\n".join(problems)
+            f"{path}: invalid suite, {len(problems)} problem(s) ({SCHEMA_POINTER}):\n"
+            + "\n".join(f"  {path}:{problem}" for problem in problems)
         ) from None
-    for case in suite.cases:
+    for index, case in enumerate(suite.cases):
         if case.fixture and not suite.resolve(case.fixture).is_dir():
+            line, column = located.where(("cases", index, "fixture")) or (1, 1)
             raise SuiteError(
-                f"{path}: case {case.id!r}, field 'fixture': folder {case.fixture!r} not found "
-                f"(paths are relative to the suite file)"
+                f"{path}:{line}:{column}: case {case.id!r}, field 'fixture': folder "
+                f"{case.fixture!r} not found; fix: create it beside the suite file, or "
+                f"correct the path (relative to the suite file). ({SCHEMA_POINTER})"
             )
     return suite
+
+
+_MEMBERS = {"TextFile": "text", "BinaryFile": "base64", "SymlinkFile": "symlink"}
+_CONSISTENCY = re.compile(r"^cases\[(\d+)\]\.(\w+) \(.*?\): ")
+
+
+def suite_problems(located: Located, error: ValidationError) -> list[str]:
+    """``line:col: case 'id' (cases[3]), field 'expected': what is wrong; fix: how``."""
+    raw = located.data
+    out: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(item["loc"])
+        message = str(item["msg"]).removeprefix("Value error, ")
+        found = _CONSISTENCY.match(message)
+        if found and loc in ((), ("cases",)):
+            loc = ("cases", int(found[1]), found[2])
+            message = message[found.end() :]
+        model = _model_at(loc)
+        if len(loc) >= 5 and loc[2] == "files":
+            member = _file_member(raw, loc)
+            if member is None:
+                continue  # another member's complaint about the same entry
+            loc = loc[:4] + loc[5:]
+        problem, _, fix = message.partition("; fix: ")
+        if item["type"] not in ("missing", "extra_forbidden", "value_error") and "input" in item:
+            problem += f" (got {item['input']!r:.60})"
+        line, column = located.where(loc) or (1, 1)
+        fix = fix or _fix(item, loc, model)
+        out.append(f"{line}:{column}: {_describe(raw, loc)}: {problem}; fix: {fix}")
+    return out
+
+
+def _input_at(raw: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            raw = raw[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return raw
+
+
+def _file_member(raw: Any, loc: tuple[Any, ...]) -> str | None:
+    """Which of a file entry's forms the author meant; None: not the member ``loc`` names."""
+    value = _input_at(raw, loc[:4])
+    meant = "str"
+    if isinstance(value, dict):
+        meant = next((m for m, key in _MEMBERS.items() if key in value), "TextFile")
+    return loc[4] if loc[4] == meant else None
+
+
+def _describe(raw: Any, loc: tuple[Any, ...]) -> str:
+    """``case 'id' (cases[3]), field 'expected'`` or ``field 'policy'``."""
+    if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+        case = _input_at(raw, loc[:2])
+        case_id = str(case.get("id", "?")) if isinstance(case, dict) else "?"
+        field = ".".join(str(p) for p in loc[2:]) or "(the case itself)"
+        return f"case {case_id!r} (cases[{loc[1]}]), field {field!r}"
+    return f"field {'.'.join(str(p) for p in loc) or '(top level)'!r}"
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
+    if len(loc) >= 6 and loc[2] == "files":
+        members: dict[str, type[BaseModel]] = {"TextFile": TextFile, "BinaryFile": BinaryFile}
+        return members.get(loc[4], SymlinkFile)
+    if len(loc) >= 3 and loc[0] == "cases":
+        return EvalCase
+    return Suite
+
+
+_PATTERN_FIXES = {
+    "id": "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit "
+    "(e.g. 'tls-off-in-passing')",
+    "scenario": "use lowercase letters, digits and '-' (e.g. 'my-service')",
+}
+
+
+def _fix(item: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> str:
+    kind, ctx = item["type"], item.get("ctx") or {}
+    name = str(loc[-1]) if loc else ""
+    if kind == "missing":
+        described = model.model_fields.get(name)
+        about = f" ({described.description})" if described and described.description else ""
+        return f"add `{name}:`{about}"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(f for f in model.model_fields if f != "path")
+        return f"remove `{name}` or correct its spelling (allowed here: {allowed})"
+    if kind == "literal_error":
+        return f"use one of {ctx.get('expected', 'the allowed values')}"
+    if kind == "string_pattern_mismatch":
+        return _PATTERN_FIXES.get(name, f"match the pattern {ctx.get('pattern')}")
+    if kind == "string_too_short":
+        return f"write at least {ctx.get('min_length')} characters"
+    if kind == "too_short":
+        return "add at least one case under `cases:`"
+    if kind == "string_type":
+        return "write text (quote it if YAML reads it as a number, date or boolean)"
+    if kind in ("bool_type", "bool_parsing"):
+        return "write true or false"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "write a whole number (a file mode as 0o755 or 493)"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return "use a mode from 0 to 0o777"
+    if kind == "dict_type":
+        return "write a mapping (`key: value` lines indented under it)"
+    if kind == "list_type":
+        return "write a list (`- ` items indented under it)"
+    return "see `vsh-ai schema suite` for what this field accepts"
 
 
 def bundled_suites_dir() -> Path:
