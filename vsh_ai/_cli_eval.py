@@ -67,6 +67,7 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
         mutants=args.mutants,
         workers=args.workers,
         recordings=args.recordings,
+        logfire=args.logfire,
     )
     options.validate()
     if options.record:
