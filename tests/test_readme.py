@@ -577,6 +577,14 @@ def quickstart_claims(block: Block) -> None:
     assert (int(claimed[1]), int(claimed[2])) == (len(suites), cases)
     assert PYPROJECT["project"]["requires-python"] == ">=3.11"
     assert "Needs only Python 3.11+." in README.read_text()
+    # The main job installs the package alone (no dev toolchain), where pip shows its
+    # progress, then runs the evals; tests/test_base_dependencies.py checks that the
+    # base dependencies are all `vsh-ai eval` imports.
+    main_job = next(line for line in block.code.splitlines() if "vsh-ai eval" in line)
+    venv, pip, run = commands(main_job)
+    assert venv[:3] == ["python3", "-m", "venv"]
+    assert pip == [".venv/bin/pip", "install", "-e", "."], "no extra, no -q"
+    assert run == [".venv/bin/vsh-ai", "eval"]
 
 
 BASH_CLAIMS: dict[str, Callable[[Block], None]] = {"quickstart-1": quickstart_claims}
