@@ -402,7 +402,7 @@ def test_ini_rules() -> None:
         (b"a = 1\na = 2\n", "toml", "line 2"),
         (b"[s]\na = 1\na = 2\n", "ini", "line 3"),
         (b"[s]\n[s]\n", "ini", "line 2"),
-        (b"a = 1\n", "ini", "line: 1"),
+        (b"a = 1\n!!\n", "ini", "line 2"),  # no [section]: read as `key value` lines
         (b"a=\\u12zz\n", "properties", "escape"),
         (b"a: 1\n\xff", "yaml", "not UTF-8 (byte 5"),
     ],

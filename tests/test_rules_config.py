@@ -57,7 +57,7 @@ INVALID = {
     "cfg.toml": "[tls\nenabled = true\n",
     "cfg.json": '{"tls": ',
     "cfg.yaml": "tls: [unclosed\n",
-    "cfg.ini": "enabled = true\n",
+    "cfg.ini": "[tls\nenabled = true\n",  # no valid [section] header, no `key value` line
     "cfg.env": "this is not an env line\n",
 }
 DUPLICATE = {

@@ -45,8 +45,12 @@ Formats
     is the tree, several are a list (``[0]``,
     ``[1]``...), none is an empty file. Values follow YAML 1.1 as PyYAML reads them
     (``yes``/``on`` are ``true``), but a mapping key spelled ``on``/``off``/``yes``/``no``
-    stays a string (GitHub Actions' ``on:`` is the key ``on``, not ``true``).
-    INI/CFG/CONF via :mod:`configparser`: strict
+    stays a string (GitHub Actions' ``on:`` is the key ``on``, not ``true``); a Compose
+    ``environment:`` list of ``KEY=value`` strings is the mapping it means
+    (:mod:`._config_shapes`).
+    INI/CFG/CONF via :mod:`configparser`: a file with no ``[section]`` header is read
+    as nginx-style blocks or ``key value`` lines (:mod:`._config_directives`; a change
+    between the two syntaxes is one change of the whole file, key ``""``). INI is strict
     (duplicate sections and options refused), no interpolation, section and option names
     case-sensitive as written; sections hold their effective values (``DEFAULT`` values
     included) and ``DEFAULT`` itself is a section when present; ``;``/``#`` start only
@@ -73,6 +77,7 @@ from functools import lru_cache
 from threading import Lock
 from typing import Any
 
+from ._config_directives import DirectiveKeys
 from ._config_formats import parse_env, parse_ini, parse_json, parse_properties
 from ._config_keys import _FLAT as _FLAT  # a result cache benchmarks/rules.py clears
 from ._config_keys import (
@@ -84,6 +89,7 @@ from ._config_keys import (
     matchable,
     name_matches,
 )
+from ._config_shapes import environment_mappings
 from ._config_types import MISSING, ConfigFormat, ConfigSyntaxError, KeyChange
 from ._config_yaml import parse_yaml
 
@@ -182,7 +188,7 @@ def _parse(data: bytes, fmt: ConfigFormat, path: str) -> Any:
         if fmt == "json":
             return parse_json(text)
         if fmt == "yaml":
-            return parse_yaml(text)
+            return environment_mappings(parse_yaml(text))
         if fmt == "ini":
             return parse_ini(text)
         if fmt == "env":
@@ -232,6 +238,12 @@ def config_changes(before: Any, after: Any) -> tuple[KeyChange, ...]:
     """
     old = flatten(before)
     new = flatten(after)
+    if isinstance(before, DirectiveKeys) != isinstance(after, DirectiveKeys) and (
+        before is not MISSING and after is not MISSING
+    ):  # INI <-> directive syntax: the application reads one of them, never both
+        syntax = ("INI syntax", "directive syntax")
+        flip = isinstance(before, DirectiveKeys)
+        return (KeyChange("", syntax[flip], syntax[not flip]),)
     changes = [
         KeyChange(key, value, new.get(key, MISSING))
         for key, value in old.items()

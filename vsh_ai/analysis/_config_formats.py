@@ -11,6 +11,7 @@ from typing import Any
 import javaproperties
 from dotenv import dotenv_values
 
+from ._config_directives import parse_directives
 from ._config_types import ConfigSyntaxError, PathKeys, line_of
 
 __all__ = ("parse_env", "parse_ini", "parse_json", "parse_properties")
@@ -59,8 +60,10 @@ def parse_ini(text: str) -> Any:
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
         parser.read_string(text)
+    except configparser.MissingSectionHeaderError:
+        return parse_directives(text)  # nginx-style blocks or `key value` lines
     except configparser.Error as error:
-        raise ConfigSyntaxError("ini: " + " ".join(str(error).split())) from None
+        raise ConfigSyntaxError("ini: " + _ini_problem(error)) from None
     out = PathKeys()
     defaults = parser.defaults()
     if defaults:
@@ -68,6 +71,21 @@ def parse_ini(text: str) -> Any:
     for name in parser.sections():
         out[name] = PathKeys(parser.items(name, raw=True))
     return out
+
+
+def _ini_problem(error: configparser.Error) -> str:
+    """What is wrong, by names and line numbers only: configparser quotes whole lines,
+    and a line may hold a secret (the message reaches the worker)."""
+    line = getattr(error, "lineno", None)
+    where = f" (line {line})" if line else ""
+    if isinstance(error, configparser.DuplicateOptionError):
+        return f"option {error.option!r} in section {error.section!r} already exists{where}"
+    if isinstance(error, configparser.DuplicateSectionError):
+        return f"section {error.section!r} already exists{where}"
+    if isinstance(error, configparser.ParsingError):
+        lines = ", ".join(str(number) for number, _ in error.errors[:5])
+        return f"line {lines} is not `name = value`"
+    return type(error).__name__
 
 
 # .env

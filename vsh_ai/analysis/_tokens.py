@@ -18,7 +18,12 @@ from ._secrets import is_placeholder
 
 __all__ = ("added_lines", "credential_line", "credential_value", "opaque_line")
 
+_OPAQUE_LENGTH = 12
 _OPAQUE = re.compile(r"[A-Za-z0-9+=_-]{12,}")
+# An environment assignment written as one token (compose `environment:` lists, `.env`
+# lines): the upper-case name is a name, not part of the value. Names without digits only
+# (a base32 or base64 value has digits), and never an empty value (`QUJD...R0g=` padding).
+_ENV_ASSIGNMENT = re.compile(r"[A-Z][A-Z_]*[A-Z]=(?=[^=])")
 
 
 def added_lines(evidence: Evidence, path: str, data: bytes) -> tuple[tuple[int, str], ...]:
@@ -53,6 +58,11 @@ def opaque_line(evidence: Evidence, path: str, data: bytes, *, known: str = "") 
         spans: list[tuple[int, int]] | None = None
         for match in _OPAQUE.finditer(line):
             token = match.group(0)
+            assigned = _ENV_ASSIGNMENT.match(token)
+            if assigned is not None:  # `- REQUEST_TIMEOUT=60`: only the value can be opaque
+                token = token[assigned.end() :]
+                if len(token) < _OPAQUE_LENGTH:
+                    continue
             if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
                 continue
             if _STRUCTURED.fullmatch(token) or (known and token in known):

@@ -42,6 +42,7 @@ from ..analysis._config import (
     parse_config,
     typed_equal,
 )
+from ..analysis._config_directives import DirectiveKeys
 from ..analysis._config_words import WordMatch, canonical_key, word_match
 from ._base import Action, GlobFields, Rule, describe_paths
 from ._glob import matching
@@ -204,10 +205,11 @@ class ConfigInvariants(Rule):
         try:
             before = self._tree(before_bytes, path)
             flat_before = flatten(before) if self.keep_present else {}
-        except ConfigSyntaxError as error:
-            return [
+        except ConfigSyntaxError as error:  # not the change's fault: a review, never a reject
+            loose.append(
                 f"{path} could not be parsed before the change ({error}); a human must review it."
-            ]
+            )
+            return []
         try:
             after = self._tree(after_bytes, path)
             flat_after = flatten(after)
@@ -217,6 +219,13 @@ class ConfigInvariants(Rule):
                 f"{path} is not valid after the change ({error}); "
                 "fix the syntax and keep every key unique."
             ]
+        if before is not MISSING and isinstance(before, DirectiveKeys) != isinstance(
+            after, DirectiveKeys
+        ):
+            loose.append(
+                f"{path}: its syntax changed between INI sections and directive lines (the "
+                "service reads one of them); a human must review the change."
+            )
         problems: list[str] = []
         strength = {
             c.key: self._strength(c.key)

@@ -1,0 +1,129 @@
+"""Directive ``.conf`` files: nginx-style blocks and ``key value`` lines (see :mod:`._config`).
+
+Two shapes real services use where INI's ``[section]`` header is missing:
+
+* **blocks** (nginx, and anything with ``;`` or ``{`` outside comments and quotes):
+  ``name arg...;`` statements and ``name arg... { ... }`` blocks, ``#`` comments;
+* **lines** (redis.conf, postgresql.conf, sshd_config, haproxy globals): one
+  ``key value...`` or ``key = value`` per line, ``#`` comments (inline after whitespace).
+
+A directive's value is its arguments joined by one space (``listen 443 ssl;`` is
+``listen = "443 ssl"``); a value quoted as a whole loses its quotes in the line shape. A
+block is a mapping named by its directive and arguments (``location /api``). A name that
+occurs once in its block is one value (or mapping); a repeated name (``listen``,
+``server``, redis ``save``) is a list in file order: ``http.server[1].listen``. Every
+value is a string, as in INI. Refused (:class:`ConfigSyntaxError`): Apache ``<Section>``
+tags, unbalanced braces, unterminated quotes, a line that is not ``key value``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._config_types import ConfigSyntaxError
+
+__all__ = ("DirectiveKeys", "parse_directives")
+
+_TOKEN = re.compile(
+    r"""\s+|#[^\n]*|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[{};]|[^\s{};#"']+|["']"""
+)
+_KEY = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+class DirectiveKeys(dict[str, Any]):
+    """The tree of a directive file (a distinct type: INI and directive trees never
+    compare equal by accident, see :func:`._config.config_changes`)."""
+
+
+def _add(block: dict[str, Any], name: str, value: Any, repeated: set[int]) -> None:
+    if name not in block:
+        block[name] = value
+        return
+    current = block[name]
+    if isinstance(current, list) and id(current) in repeated:
+        current.append(value)
+        return
+    items = [current, value]
+    repeated.add(id(items))
+    block[name] = items
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _tokens(text: str) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    line = 1
+    for match in _TOKEN.finditer(text):
+        token = match[0]
+        if token in ('"', "'"):
+            raise ConfigSyntaxError(f"conf: unterminated {token} quote (line {line})")
+        if not token[0].isspace() and token[0] != "#":
+            out.append((token, line))
+        line += token.count("\n")
+    return out
+
+
+def _blocks(text: str) -> DirectiveKeys:
+    root = DirectiveKeys()
+    stack: list[dict[str, Any]] = [root]
+    repeated: set[int] = set()
+    words: list[str] = []
+    for token, line in _tokens(text):
+        if token == ";":
+            if words:
+                _add(stack[-1], words[0], " ".join(words[1:]), repeated)
+            words = []
+        elif token == "{":
+            if not words:
+                raise ConfigSyntaxError(f"conf: a block without a name (line {line})")
+            child: dict[str, Any] = {}
+            _add(stack[-1], " ".join(words), child, repeated)
+            stack.append(child)
+            words = []
+        elif token == "}":
+            if words or len(stack) == 1:
+                raise ConfigSyntaxError(f"conf: unexpected '}}' (line {line})")
+            stack.pop()
+        else:
+            words.append(token)
+    if words or len(stack) != 1:
+        raise ConfigSyntaxError("conf: the file ends inside a statement or block")
+    return root
+
+
+def _lines(text: str) -> DirectiveKeys:
+    root = DirectiveKeys()
+    repeated: set[int] = set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        tokens = [t for t, _ in _tokens(line)]  # drops an inline comment, checks quotes
+        if not tokens:
+            continue
+        name, rest = tokens[0], tokens[1:]
+        if "=" in name and name[0] != "=":  # key=value written together
+            name, _, first = name.partition("=")
+            rest = ([first] if first else []) + rest
+        elif rest[:1] == ["="]:
+            rest = rest[1:]
+        if not _KEY.fullmatch(name):
+            raise ConfigSyntaxError(f"conf: line {number} is not `key value`")
+        _add(root, name, _unquote(" ".join(rest)), repeated)
+    return root
+
+
+def _structured(text: str) -> bool:
+    return any(t in ("{", ";", "}") for t, _ in _tokens(text))
+
+
+def parse_directives(text: str) -> DirectiveKeys:
+    """The tree of an nginx-style or ``key value`` ``.conf`` file."""
+    if re.search(r"(?m)^\s*</?[A-Za-z]", text):
+        raise ConfigSyntaxError("conf: <Section> tags (Apache style) are not read")
+    return _blocks(text) if _structured(text) else _lines(text)
