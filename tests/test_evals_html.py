@@ -253,6 +253,14 @@ def test_without_the_web_extra_html_is_a_usage_error_naming_the_install(
     assert code == 2
     assert "error: --html needs the web extra: pip install 'vsh-ai[web]'" in printed
     assert not out.exists()
+    # eval refuses before any case runs (nothing judged, no --json written)
+    report = tmp_path / "run.json"
+    code = main(["eval", "service-config", "--json", str(report), "--html", str(out)])
+    printed = " ".join("".join(capsys.readouterr()).split())
+    assert code == 2
+    assert "pip install 'vsh-ai[web]'" in printed
+    assert not report.exists()
+    assert not out.exists()
 
 
 def test_the_built_wheel_ships_the_templates_and_renders(

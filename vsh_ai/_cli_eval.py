@@ -42,6 +42,10 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
     check_output(args.json, "--json")
     check_output(args.markdown, "--markdown")
     check_output(args.html, "--html")
+    if args.html:
+        from .evals._html import require_web
+
+        require_web()  # before a run: without the web extra, say how to install it
     if args.json and args.markdown and args.json.resolve() == args.markdown.resolve():
         raise UsageError("--json and --markdown name the same file; choose two paths")
     # Like `python -m`, pytest and uvicorn: `--judge mymodule:judge` imports from here.
@@ -139,6 +143,10 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
 
     check_output(args.markdown, "--markdown")
     check_output(args.html, "--html")
+    if args.html:
+        from .evals._html import require_web
+
+        require_web()  # before a run: without the web extra, say how to install it
     a, b = load_report(args.a), load_report(args.b)
 
     def label(path: Path, report: EvalReport) -> str:
