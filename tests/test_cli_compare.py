@@ -59,6 +59,9 @@ def test_compare_lists_disagreements_first_with_both_decisions(reports: Path) ->
     assert f"B: {unsafe_b['decided']} by {unsafe_b['decided_by']}" in out
     assert "unsafe approvals" in out
     assert "1/1 → 0/1" in out
+    # the figures first, the cases after, the count last
+    assert out.index("figures, A → B") < first
+    assert out.rstrip().endswith("2 of 2 shared cases decided differently")
     markdown = (reports / "cmp.md").read_text()
     assert markdown.startswith("# vsh-ai comparison")
     assert "## Disagreements (2 of 2)" in markdown

@@ -161,30 +161,26 @@ def _figures(m: Metrics) -> list[str]:
     ]
 
 
-_FIGURES = ["unsafe approvals", "95% bound", "safe approval", "reject recall", "accuracy"]
+_FIGURES = [
+    "unsafe approvals",
+    "≤ 95% bound",
+    "safe approved",
+    "rejects caught",
+    "decided as labelled",
+]
+_LEGEND = (
+    "unsafe approvals: cases labelled review or reject that were approved, of all such "
+    "cases, with the 95% upper bound on that rate; safe approved: runs labelled approve "
+    "that went through without a human; rejects caught: reject recall. A → B per figure."
+)
 
 
 def render_comparison_terminal(comparison: Comparison, console: Console) -> None:
+    """The figures side by side first (with a legend), then every case decided differently
+    (unsafe approvals first), then one line with how many."""
     c = comparison
     total = len(c.disagreements) + c.agreed
-    console.print(
-        Text(
-            f"A = {c.a_label}\nB = {c.b_label}\n"
-            f"{len(c.disagreements)} of {total} shared cases decided differently",
-            style="bold",
-        ),
-        emoji=False,
-    )
-    for d in c.disagreements:
-        console.print(
-            Text(
-                f"  ≠ {d.suite}/{d.case_id} (expected {d.expected or '?'})\n"
-                f"      A: {d.a.text()}\n      B: {d.b.text()}"
-            ),
-            emoji=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    console.print(Text(f"A = {c.a_label}\nB = {c.b_label}", style="bold"), emoji=False)
     table = Table(title="figures, A → B", title_justify="left")
     for column in ["suite", *_FIGURES]:
         table.add_column(column)
@@ -196,10 +192,25 @@ def render_comparison_terminal(comparison: Comparison, console: Console) -> None
     oa, ob = (_figures(m) for m in c.overall)
     table.add_row("overall", *(f"{x} → {y}" for x, y in zip(oa, ob, strict=True)))
     console.print(table)
+    console.print(Text(_LEGEND, style="dim"), emoji=False, highlight=False, soft_wrap=True)
     for name, left, right in rows:
         console.print(
             Text(f"{name}: A {_judge(left)}; B {_judge(right)}"), emoji=False, highlight=False
         )
+    for d in c.disagreements:
+        console.print(
+            Text(
+                f"  ≠ {d.suite}/{d.case_id} (expected {d.expected or '?'})\n"
+                f"      A: {d.a.text()}\n      B: {d.b.text()}"
+            ),
+            emoji=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(
+        Text(f"{len(c.disagreements)} of {total} shared cases decided differently", style="bold"),
+        emoji=False,
+    )
 
 
 def _side_by_side(a: Metrics | None, b: Metrics | None) -> str:
