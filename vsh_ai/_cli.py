@@ -75,8 +75,9 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vsh-ai`` console script; returns the exit status.
 
-    0 ok; 1 a ``--fail-if`` gate tripped (nothing else); 2 bad input, a configuration
-    error or a run failure, reported as one ``error:`` line on stderr.
+    0 ok; 1 a gate tripped (a ``--fail-if``, or ``eval``'s implicit one on reviewer
+    failures); 2 bad input, a configuration error or a run failure, reported as one
+    ``error:`` line on stderr.
     """
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
     args = _parser().parse_args(argv)
