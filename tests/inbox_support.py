@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from pydantic_ai import Agent, DeferredToolRequests
@@ -30,6 +30,9 @@ from vsh_ai import VshToolset
 from vsh_ai.inbox._app import InboxConfig, create_app
 from vsh_ai.inbox._auth import Tokens
 from vsh_ai.inbox._server import InboxServer
+
+if TYPE_CHECKING:
+    from vsh_ai.inbox._dbos_items import DbosInbox
 
 __all__ = (
     "Http",
@@ -157,11 +160,17 @@ class Http:
 
 @contextmanager
 def serving(
-    workspaces: list[Path], *, principal: str = "alice", ttl_s: float = 600.0
+    workspaces: list[Path],
+    *,
+    principal: str = "alice",
+    ttl_s: float = 600.0,
+    dbos: DbosInbox | None = None,
 ) -> Iterator[tuple[InboxServer, str]]:
-    """The inbox for ``workspaces`` served in a thread; yields the server and its token."""
+    """The inbox for ``workspaces`` (and ``dbos``'s waiting workflows) served in a
+    thread; yields the server and its token."""
     tokens, token = Tokens.generated(principal)
-    app = create_app(InboxConfig(workspaces=workspaces, tokens=tokens, ttl_s=ttl_s))
+    config = InboxConfig(workspaces=workspaces, tokens=tokens, ttl_s=ttl_s, dbos=dbos)
+    app = create_app(config)
     server = InboxServer(app).start()
     try:
         yield server, token

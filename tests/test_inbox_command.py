@@ -17,7 +17,6 @@ from vsh_ai._cli import main
         (["--host", "0.0.0.0"], "--allow-remote"),
         (["--host", "192.168.1.7"], "not a loopback address"),
         (["--principal", "al\u202eice"], "U+202E"),
-        (["--dbos", "sqlite:///x.db"], "--dbos is not supported yet"),
     ],
 )
 def test_refused_options(

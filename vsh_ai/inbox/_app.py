@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import jinja2
@@ -29,6 +29,9 @@ from ..toolset._signing import VshApprovalError
 from ._auth import SESSION_COOKIE, LoginThrottle, Session, Sessions, Tokens, log, same_origin
 from ._diff_view import diff_page, pygments_css
 from ._items import InboxItem, WorkspaceInbox, item_key
+
+if TYPE_CHECKING:
+    from ._dbos_items import DbosInbox
 
 __all__ = ("InboxConfig", "create_app")
 
@@ -72,6 +75,8 @@ class InboxConfig:
     tokens: Tokens
     ttl_s: float = 600.0
     allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost")
+    dbos: DbosInbox | None = None
+    """Workflows waiting in ``run_with_approvals`` (``--dbos``), if any."""
     sessions: Sessions = field(default_factory=Sessions)
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
 
@@ -169,9 +174,11 @@ def create_app(config: InboxConfig) -> Starlette:
         pending = [i for i in found if i.pending]
         pending.sort(key=lambda i: i.binding.created_unix_ms)  # oldest waits first
         decided = [i for i in found if not i.pending][:100]
+        workflows = await anyio.to_thread.run_sync(config.dbos.items) if config.dbos else []
         context = {
             "session": session,
             "pending": pending,
+            "workflows": workflows,
             "decided": decided,
             "problems": problems,
             "notice": request.query_params.get("notice", ""),
@@ -266,6 +273,80 @@ def create_app(config: InboxConfig) -> Starlette:
         notice = "approved" if decision == "approve" else "denied"
         return RedirectResponse(f"/?notice={notice}", status_code=303)
 
+    async def workflow_page(request: Request) -> Response:
+        session = session_of(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        params = request.query_params
+        dbos = config.dbos
+        item = (
+            await anyio.to_thread.run_sync(dbos.item, params.get("id", ""), params.get("call", ""))
+            if dbos is not None
+            else None
+        )
+        if item is None:
+            return refused(request, "No such waiting workflow call.", 404)
+        try:
+            number = int(params.get("page", "1"))
+        except ValueError:
+            number = 1
+        context = {
+            "session": session,
+            "item": item,
+            "diff": diff_page(item.metadata.get("diff") or "", number),
+            "verdict": item.metadata.get("verdict"),
+        }
+        return page(request, "workflow.html", context)
+
+    async def workflow_decide(request: Request) -> Response:
+        if foreign(request):
+            return refused(request, "This form must be sent from the inbox's own page.", 403)
+        session = session_of(request)
+        if session is None:
+            return refused(request, "Log in first.", 403)
+        form = await request.form()
+        if not session.csrf_ok(_text(form.get("csrf"))):
+            log.warning("refused workflow decision by %s: bad CSRF token", session.principal)
+            return refused(request, "The form's CSRF token is missing or wrong; reload it.", 403)
+        decision = _text(form.get("decision"))
+        dbos = config.dbos
+        if decision not in ("approve", "deny") or dbos is None:
+            return refused(request, "Choose approve or deny.", 400)
+        workflow_id = _text(form.get("id")) or ""
+        call_id = _text(form.get("call")) or ""
+        reason = (_text(form.get("reason")) or "").strip()
+        try:
+            await anyio.to_thread.run_sync(
+                lambda: dbos.decide(
+                    workflow_id,
+                    call_id,
+                    request_id=_text(form.get("request_id")) or "",
+                    transaction=_text(form.get("transaction")) or "",
+                    approve=decision == "approve",
+                    principal=session.principal,
+                    reason=reason,
+                )
+            )
+        except ValueError as error:
+            log.warning(
+                "refused %s on workflow %s by %s: %s",
+                decision,
+                workflow_id,
+                session.principal,
+                error,
+            )
+            return refused(request, str(error), 409)
+        log.info(
+            "decision: %s workflow %s call %s by %s; reason %s",
+            decision,
+            workflow_id,
+            call_id,
+            session.principal,
+            json.dumps(reason),
+        )
+        notice = "approved" if decision == "approve" else "denied"
+        return RedirectResponse(f"/?notice={notice}", status_code=303)
+
     async def stylesheet(request: Request) -> Response:
         return PlainTextResponse(css, media_type="text/css")
 
@@ -276,6 +357,8 @@ def create_app(config: InboxConfig) -> Starlette:
         Route("/logout", logout, methods=["POST"]),
         Route("/item/{key}", item_page, methods=["GET"]),
         Route("/item/{key}/decide", decide, methods=["POST"]),
+        Route("/workflow", workflow_page, methods=["GET"]),
+        Route("/workflow/decide", workflow_decide, methods=["POST"]),
         Route("/static/inbox.css", stylesheet),
     ]
     middleware = [

@@ -73,13 +73,6 @@ def inbox_command(args: argparse.Namespace, console: Console) -> int:
     except ImportError as error:
         console.print(f"[red]error:[/red] {_MISSING_WEB} ({error})")
         return 2
-    if args.dbos is not None:
-        console.print(
-            "[red]error:[/red] --dbos is not supported yet: the inbox lists deferred "
-            "approvals (signed bindings) only; decide DBOS workflows with "
-            "vsh_ai.dbos.send_approval"
-        )
-        return 2
     for workspace in args.workspaces:
         if not workspace.is_dir():
             console.print(f"[red]error:[/red] {workspace}: not a folder (give a workspace)")
@@ -96,6 +89,18 @@ def inbox_command(args: argparse.Namespace, console: Console) -> int:
     hosts = args.allowed_host or (["127.0.0.1", "localhost"] if not args.allow_remote else ["*"])
     if args.host not in hosts and "*" not in hosts:
         hosts = [*hosts, args.host]
+    dbos = None
+    if args.dbos is not None:
+        try:
+            from ._dbos_items import DbosInbox
+
+            dbos = DbosInbox(args.dbos)
+        except ImportError:
+            console.print("[red]error:[/red] --dbos needs DBOS: pip install 'vsh-ai[dbos]'")
+            return 2
+        except Exception as error:  # the database cannot be opened: say which and why
+            console.print(f"[red]error:[/red] --dbos {args.dbos}: {error}")
+            return 2
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("vsh_ai.inbox").setLevel(logging.INFO)
     app = create_app(
@@ -104,6 +109,7 @@ def inbox_command(args: argparse.Namespace, console: Console) -> int:
             tokens=tokens,
             ttl_s=args.approval_ttl,
             allowed_hosts=hosts,
+            dbos=dbos,
         )
     )
     try:
@@ -117,5 +123,9 @@ def inbox_command(args: argparse.Namespace, console: Console) -> int:
         print(f"Open {server.url}/login?token={printed}", flush=True)
     else:
         console.print(f"Log in with a token from {args.tokens_file}")
-    server.run()
+    try:
+        server.run()
+    finally:
+        if dbos is not None:
+            dbos.close()
     return 0
