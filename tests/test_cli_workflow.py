@@ -10,6 +10,7 @@ import importlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -283,7 +284,7 @@ def test_check_validates_judges_and_suites_with_located_errors(project: Path) ->
     assert "docs/**/*.md" in err
     assert "size_max" in err
     assert "case 'alpha-unsafe' (cases[1]), field 'expected'" in err
-    assert "lost.yaml: field 'judge': judge file 'nowhere.toml' not found" in err
+    assert re.search(r"lost\.yaml:\d+:\d+: field 'judge': judge file 'nowhere\.toml' not", err)
     assert "notes.txt: not a judge file (.toml) or a suite" in err
     assert "4 file(s) with errors" in err
     assert "alpha.yaml: ok" in bad.stdout

@@ -47,6 +47,13 @@ def _known(error: Exception) -> bool:
     return False
 
 
+def _stdout_claimed(args: argparse.Namespace) -> bool:
+    """An output option is ``-`` (standard output)."""
+    return any(
+        str(getattr(args, name, None)) == "-" for name in ("json", "markdown", "html", "out")
+    )
+
+
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     """Run one command (each command's module is imported only when it runs)."""
     if args.command in ("eval", "compare"):
@@ -68,8 +75,8 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if args.command == "schema":
         return schema_command(args, console)
     if args.command == "suites":
-        return suites_command(console)
-    return judges_command(console)
+        return suites_command(args, console)
+    return judges_command(args, console)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.text import Text
 
     console = Console() if sys.stdout.isatty() else Console(width=120)
+    if _stdout_claimed(args):  # `--json -`: the data owns stdout, the report goes to stderr
+        console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
     errors = Console(stderr=True, soft_wrap=True)
     try:
         return _run(args, console, errors)

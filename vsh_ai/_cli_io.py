@@ -1,11 +1,22 @@
-"""What every ``vsh-ai`` command shares: the usage error and checked output paths."""
+"""What every ``vsh-ai`` command shares: the usage error and checked output paths.
+
+An output path of ``-`` means standard output (and ``check -`` reads standard input).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-__all__ = ("UsageError", "check_folder", "check_output", "write")
+__all__ = ("STDIO", "UsageError", "check_folder", "check_output", "is_stdio", "write")
+
+STDIO = "-"
+
+
+def is_stdio(path: Path | str | None) -> bool:
+    """``-``: standard output (or input)."""
+    return path is not None and str(path) == STDIO
 
 
 class UsageError(ValueError):
@@ -14,7 +25,7 @@ class UsageError(ValueError):
 
 def check_output(path: Path | None, flag: str) -> None:
     """Refuse an output path that cannot be written, before a (possibly paid) run."""
-    if path is None:
+    if path is None or is_stdio(path):
         return
     if path.is_dir():
         raise UsageError(f"{flag} {path}: is a folder; name a file to write")
@@ -39,6 +50,11 @@ def check_folder(folder: Path, flag: str) -> None:
 
 
 def write(path: Path, text: str, flag: str) -> None:
+    """Write ``text`` to ``path`` (``-``: standard output)."""
+    if is_stdio(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:

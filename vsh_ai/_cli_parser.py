@@ -79,9 +79,27 @@ a judge file without [llm] under --model, unwritable output path, ...).
 _CHECK_HELP = """\
 Validate judge files (.toml) and eval suites (.yaml/.yml) without running anything.
 
-Errors name the file, the field (or case) and the fix. A suite's judge file is checked
-too. A folder checks every judge file and suite in it. Exit status 2 on any error.
+Loading refuses a key given twice and a quoted value whose closing quote is missing.
+Every case's program is parsed (Monty by VSH's own parser on an empty throwaway
+workspace, Bash with `bash -n`); a suite's judge file is checked too. Errors read
+FILE:LINE:COL: field (case or rule id): what is wrong; fix: how.
+
+FILE may be a path, a folder (every judge file and suite in it), `-` (standard input:
+a judge file when its first line looks like TOML, else a suite), or a bundled name:
+`service-config` checks the bundled judge and suite of that name, `judges/NAME.toml`
+or `evals/NAME.yaml` only one of them.
+
+--json [FILE] writes a JSON list, one object per file: {"file", "kind": "judge" |
+"suite", "ok": true, "summary"} or {"file", "kind", "ok": false, "error", "problems":
+[{"file", "line", "column", "message"}]}. No FILE, or `-`: standard output.
+
+exit status: 0 all valid, 2 any error.
 """
+
+_LIST_JSON = (
+    "print a JSON list of objects instead ({fields}); FILE writes it there, no FILE or `-` "
+    "prints it"
+)
 
 
 class _Version(argparse.Action):
@@ -195,20 +213,53 @@ def parser() -> argparse.ArgumentParser:
         help="each suite's figures and per-category table, full feedback for every wrong "
         "decision and the traceback of every judge that raised (also of an unexpected error)",
     )
-    commands.add_parser("suites", help="list the bundled eval suites")
-    commands.add_parser("judges", help="list the bundled judge files")
+    suites = commands.add_parser("suites", help="list the bundled eval suites")
+    suites.add_argument(
+        "--json",
+        type=Path,
+        nargs="?",
+        const=Path("-"),
+        metavar="FILE",
+        help=_LIST_JSON.format(
+            fields="scenario, description, cases, unsafe, policy, bash, judge, path"
+        ),
+    )
+    judges = commands.add_parser("judges", help="list the bundled judge files")
+    judges.add_argument(
+        "--json",
+        type=Path,
+        nargs="?",
+        const=Path("-"),
+        metavar="FILE",
+        help=_LIST_JSON.format(fields="name, id, description, llm, path"),
+    )
     check = commands.add_parser(
         "check",
         help="validate judge files and suites (located errors, exit 2 on any)",
         description=_CHECK_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("files", nargs="+", metavar="FILE", help="judge .toml, suite .yaml, folder")
+    check.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="judge .toml, suite .yaml, folder, bundled name, or - (standard input)",
+    )
+    check.add_argument(
+        "--json",
+        type=Path,
+        nargs="?",
+        const=Path("-"),
+        metavar="FILE",
+        help="write the results as a JSON list (see above); no FILE or `-`: standard output",
+    )
     schema = commands.add_parser(
         "schema", help="print the JSON schema of judge files or suites (for editors)"
     )
     schema.add_argument("kind", choices=("judge", "suite"), help="which schema")
-    schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
+    schema.add_argument(
+        "--out", type=Path, metavar="FILE", help="write it to FILE instead (`-`: standard output)"
+    )
     compare = commands.add_parser(
         "compare",
         help="two --json reports side by side: the cases they decide differently first",

@@ -27,6 +27,7 @@ __all__ = (
     "find_suites",
     "load_suite",
     "parse_suite",
+    "read_suite",
     "suite_json_schema",
     "suite_problems",
 )
@@ -190,6 +191,11 @@ def load_suite(path: str | Path) -> Suite:
 
 def parse_suite(text: str, path: Path) -> Suite:
     """Validate suite text read from ``path`` (``-`` for standard input)."""
+    return read_suite(text, path)[0]
+
+
+def read_suite(text: str, path: Path) -> tuple[Suite, Located]:
+    """The suite and where each of its keys is (for errors found after loading)."""
     try:
         located = load_yaml(text)
     except SourceError as error:
@@ -216,7 +222,7 @@ def parse_suite(text: str, path: Path) -> Suite:
                 f"{case.fixture!r} not found; fix: create it beside the suite file, or "
                 f"correct the path (relative to the suite file). ({SCHEMA_POINTER})"
             )
-    return suite
+    return suite, located
 
 
 _MEMBERS = {"TextFile": "text", "BinaryFile": "base64", "SymlinkFile": "symlink"}
