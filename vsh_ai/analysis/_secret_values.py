@@ -152,6 +152,36 @@ _ENTROPY = Base64HighEntropyString()  # detect-secrets' Shannon entropy over bas
 _LITERAL_VALUE = re.compile(
     r"(?i)[-+]?\d+(?:\.\d+)?[a-z]{0,3}|true|false|yes|no|on|off|null|none|nil|undefined"
 )
+# Digits and separators only (dates, times, addresses, ports, versions, 1_000_000): a
+# secret only when the key itself ends in a secret's name (`password: 1-800-555-0100`),
+# never when the secret word only qualifies another (`api_key_rotated_at`, `token_port`).
+_NUMBER_ONLY = re.compile(r"(?i)v?[-+]?\d+(?:[._:/,+-]\d+)*(?:t\d+(?::\d+)*z?|[a-z]{0,3})")
+_SECRET_ENDINGS = (
+    "apikey",
+    "authkey",
+    "accesskey",
+    "privatekey",
+    "secretkey",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "pass",
+    "secret",
+    "token",
+    "pin",
+    "key",
+    "credential",
+    "credentials",
+)
+
+
+def _names_a_secret(key: str) -> bool:
+    """The key's last words are a secret's name (``db_password``, ``apiKey``, ``TOKEN``)."""
+    flat = re.sub(r"[^a-z0-9]", "", key.lower())
+    return flat.endswith(_SECRET_ENDINGS)
+
+
 _TYPE_NAMES = frozenset(
     [
         "str",
@@ -448,6 +478,8 @@ def _value_is_secret(
         return False
     if is_placeholder(value) or _LITERAL_VALUE.fullmatch(value):
         return False
+    if _NUMBER_ONLY.fullmatch(value) and not _names_a_secret(key):
+        return False  # `password_changed: 2024-06-12`, `secret_store_addr: 10.0.0.5:8200`
     if not quoted and _LOOKUP_CALL.fullmatch(value):
         return False
     if not quoted:
