@@ -253,8 +253,8 @@ def _import_quietly(name: str) -> None:
 
 def _prefetch_experiment() -> None:
     """Import the pydantic-evals experiment (about 1 s of CPU, mostly Pydantic AI) in a
-    thread while judges are built and cases run: nothing needs it before the runs are done,
-    VSH previews release the GIL, and the later import waits for this one to finish."""
+    thread while suites load and judges are built (pool workers start meanwhile too): the
+    experiment's import in ``score_labelled`` waits for this one to finish."""
     name = f"{__package__}._experiment"
     if name not in sys.modules:
         threading.Thread(target=_import_quietly, args=(name,), daemon=True).start()
@@ -351,7 +351,6 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
     mutant_plans = [[family[1:] for family in plan] for plan in plans]
     mutant_total = sum(len(f) for plan in mutant_plans for f in plan) * options.repeat
     mutant_runs: list[list[list[RunResult]] | None] = [None] * len(prepared)
-    pooled = False
 
     def advance(index: int) -> Callable[[], None] | None:
         if bar is None:
@@ -373,18 +372,16 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                 on_run_done=advance(index),
             )
 
-        async with anyio.create_task_group() as group:
-            for index in range(len(prepared)):
-                group.start_soon(label, index)
-        done = [item for item in labelled if item is not None]
-        if options.mutants and _pooled(options, workers, mutant_total):
-            pooled = True
+        pooled = options.mutants and _pooled(options, workers, mutant_total)
+
+        async def pool() -> None:
+            # Beside the experiment: workers sign the labelled cases and run the mutants.
             judge_spec = options.judge if isinstance(options.judge, str) else None
             results = await anyio.to_thread.run_sync(
                 partial(
                     run_in_pool,
                     loaded,
-                    mutant_plans,
+                    plans,
                     judge=judge_spec,
                     stress=options.stress,
                     repeat=options.repeat,
@@ -392,11 +389,19 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                     workers=workers,
                     scratch=options.scratch,
                     on_runs_done=(lambda i, n: bar.advance(tasks[i], n)) if bar else None,
-                    signatures=[item.signatures for item in done],
+                    sign_only=True,
                 )
             )
-            mutant_runs = list(results)
-        elif options.mutants:
+            for index, suite_runs in enumerate(results):
+                mutant_runs[index] = [runs[options.repeat :] for runs in suite_runs]
+
+        async with anyio.create_task_group() as group:
+            if pooled:
+                group.start_soon(pool)
+            for index in range(len(prepared)):
+                group.start_soon(label, index)
+        done = [item for item in labelled if item is not None]
+        if options.mutants and not pooled:
 
             async def mutate(index: int) -> None:
                 mutant_runs[index] = await run_families(
