@@ -144,3 +144,28 @@ def test_model_on_a_judge_file_without_llm_is_an_error_that_says_what_to_add(
     assert "Suites" not in captured.out  # nothing ran
     # --stress keeps working on such a file: its offline models are wrong on purpose
     assert eval_("--judge", "escalate.toml", "--stress", "always-reject") == 0
+
+
+def test_a_long_run_without_a_terminal_says_so_on_stderr_a_few_times(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import anyio
+
+    from vsh_ai._cli_eval import _heartbeat, _run_with
+
+    async def slow() -> str:
+        await anyio.sleep(0.35)
+        return "done"
+
+    assert anyio.run(_run_with, slow(), _heartbeat(6, first=0.1, every=0.1)) == "done"
+    lines = capsys.readouterr().err.splitlines()
+    assert 2 <= len(lines) <= 4  # a few lines, not a flood, and none after the run
+    assert all(line.startswith("vsh-ai eval: judging 6 suite(s), ") for line in lines)
+
+    async def fails() -> str:
+        raise ValueError("a setup error")
+
+    # a configuration error still reaches the CLI as itself (one `error:` line, exit 2)
+    with pytest.raises(ValueError, match="a setup error"):
+        anyio.run(_run_with, fails(), _heartbeat(6))
+    assert capsys.readouterr().err == ""  # short: no heartbeat at all

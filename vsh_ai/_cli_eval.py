@@ -94,13 +94,16 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
     return status.code
 
 
-def _heartbeat(suites: int) -> Callable[[], Coroutine[None, None, None]]:
+def _heartbeat(
+    suites: int, first: float = 5.0, every: float = 30.0
+) -> Callable[[], Coroutine[None, None, None]]:
     """A few lines on stderr while a run without a progress bar (stdout is not a
-    terminal, as in CI) takes long: after 5 s, then every 30 s; nothing for a short run."""
+    terminal, as in CI) takes long: after ``first`` seconds, then every ``every``;
+    nothing for a short run."""
 
     async def beat() -> None:
         started = time.monotonic()
-        await anyio.sleep(5)
+        await anyio.sleep(first)
         while True:
             elapsed = time.monotonic() - started
             print(
@@ -108,7 +111,7 @@ def _heartbeat(suites: int) -> Callable[[], Coroutine[None, None, None]]:
                 file=sys.stderr,
                 flush=True,
             )
-            await anyio.sleep(30)
+            await anyio.sleep(every)
 
     return beat
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = (
     "BUILT_IN_CHECKS",
     "CATEGORY_COLUMNS",
+    "COVERAGE_LEGEND",
     "KIND_COLUMNS",
     "LEGEND",
     "SUITE_COLUMNS",
@@ -43,6 +44,7 @@ __all__ = (
     "wrong_counts",
     "wrong_decisions",
     "wrong_split",
+    "wrong_summary",
 )
 
 BUILT_IN_CHECKS = {
