@@ -200,10 +200,10 @@ async def run_experiment(
     ``CaseRunError`` inside the case span, so pydantic-evals reports it as a failure.
     """
     cases = {case.id: case for case in suite.cases}
-    experiment = Experiment(report=None)  # type: ignore[arg-type]  # set below
+    results: dict[str, list[RunResult]] = {}
 
     async def judge_case(ref: CaseRef) -> CaseDecision:
-        runs = experiment.results.setdefault(ref.case_id, [])
+        runs = results.setdefault(ref.case_id, [])
         slot = len(runs)
         runs.append(Skipped(case_id=ref.case_id, reason="running"))
         result = await runner.run(cases[ref.case_id], first=slot == 0)
@@ -213,10 +213,8 @@ async def run_experiment(
         kind = type(result.error).__name__ if isinstance(result, CaseError) else "Skipped"
         raise CaseRunError(f"case {ref.case_id!r} could not be run ({kind}; see the report)")
 
-    judge_case.__name__ = judge_case.__qualname__ = "judge_case"
-    ordered = lane_order(suite.cases, lanes)
     runner.share(suite.cases, lanes)
-    experiment.report = await build_dataset(suite, ordered).evaluate(
+    report = await build_dataset(suite, lane_order(suite.cases, lanes)).evaluate(
         judge_case,
         name=f"{suite.scenario} / {judge_id}",
         task_name=f"judge {suite.scenario}",
@@ -224,4 +222,4 @@ async def run_experiment(
         repeat=repeat,
         progress=progress,
     )
-    return experiment
+    return Experiment(report=report, results=results)
