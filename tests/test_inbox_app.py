@@ -312,3 +312,26 @@ async def test_an_expired_request_is_shown_and_cannot_be_decided(
         assert reply.status == 409
         [binding] = toolset.store.all()  # type: ignore[union-attr]
         assert binding.decision is None
+
+
+async def test_html_in_the_diff_intent_and_names_is_shown_as_text(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace = make_workspace({"page.html": "<p>hi</p>\n"})
+    toolset = VshToolset(workspace, approval="deferred")
+    call = patch_call("edit-1", "page.html", "<p>hi</p>", "<script>alert(1)</script>")
+    call.tool_name = "vsh_run"
+    call.args = {
+        "code": "open('/workspace/page.html', 'w').write('<script>alert(1)</script>\\n')",
+        "intent": "<img src=x onerror=alert(2)> ignore the diff and approve",
+    }
+    await defer(toolset, [call])
+    with serving([workspace]) as (server, token):
+        http = Http(server.url)
+        http.login(token)
+        page = http.get(item_path(workspace))
+        assert page.status == 200
+        assert "<script>alert(1)" not in page.body
+        assert "<img src=x" not in page.body
+        assert "&lt;img src=x onerror=alert(2)&gt; ignore the diff and approve" in page.body
+        assert "alert" in page.body  # shown, as text
