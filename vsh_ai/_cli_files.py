@@ -236,7 +236,9 @@ def _check_one(target: _Target) -> str:
             try:
                 text = target.path.read_text(encoding="utf-8")
             except OSError as error:
-                raise SuiteError(f"{target.path}: cannot read ({error.strerror})") from None
+                raise SuiteError(
+                    f"{target.path}: cannot read ({error.strerror}); fix: check its permissions"
+                ) from None
             except UnicodeDecodeError:
                 raise SuiteError(f"{target.path}: not UTF-8 text; save it as UTF-8") from None
         suite, located = read_suite(text, target.path)

@@ -269,7 +269,10 @@ def load_judge_file(path: str | PathLike[str]) -> JudgeFile:
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as error:
-        raise JudgeFileError(f"{file}: cannot read judge file ({error.strerror})") from None
+        raise JudgeFileError(
+            f"{file}: cannot read judge file ({error.strerror}); fix: check the path, or name "
+            "a bundled judge (`vsh-ai judges` lists them)"
+        ) from None
     except UnicodeDecodeError:
         raise JudgeFileError(f"{file}: not UTF-8 text; save it as UTF-8 TOML") from None
     return parse_judge_file(text, file)

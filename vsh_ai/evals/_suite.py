@@ -183,7 +183,10 @@ def load_suite(path: str | Path) -> Suite:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise SuiteError(f"{path}: cannot read suite file ({error.strerror})") from None
+        raise SuiteError(
+            f"{path}: cannot read suite file ({error.strerror}); fix: check the path, or name "
+            "a bundled suite (`vsh-ai suites` lists them)"
+        ) from None
     except UnicodeDecodeError:
         raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 YAML") from None
     return parse_suite(text, path)
