@@ -292,7 +292,7 @@ def parse_judge_file(text: str, path: Path) -> JudgeFile:
 
 def bundled_judges() -> dict[str, Path]:
     """The bundled judge files by name (``service-config`` -> its ``judges/*.toml`` path)."""
-    from .evals._suite import bundled_root
+    from .evals._names import bundled_root
 
     return {p.stem: p for p in sorted((bundled_root() / "judges").glob("*.toml"))}
 

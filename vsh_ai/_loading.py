@@ -116,7 +116,8 @@ def _walk(
             seen[key] = key_node
             child = (*path, key)
             out.positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _check_quoted(value_node, key_node.start_mark.column if inner >= 0 else -1, lines)
+            owner = block_column if node.flow_style else key_node.start_mark.column
+            _check_quoted(value_node, owner, lines)
             _walk(value_node, child, lines, out, block_column=inner)
     elif isinstance(node, yaml.SequenceNode):
         inner = block_column if node.flow_style else node.start_mark.column
