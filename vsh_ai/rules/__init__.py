@@ -30,6 +30,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._renames import AllowModuleRenames
 from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets, find_secret
 from ._tests import KeepTestsCollected
@@ -42,6 +43,7 @@ __all__ = (
     "AllowConfig",
     "AllowDependencyUpdates",
     "AllowLocalRefactors",
+    "AllowModuleRenames",
     "AllowPaths",
     "AllowPlaceholderTests",
     "AllowPythonAnnotations",

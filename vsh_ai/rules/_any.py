@@ -24,6 +24,7 @@ from ._proofs import (
     AllowVersionBump,
 )
 from ._remediation import AllowSecretRemoval
+from ._renames import AllowModuleRenames
 from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets
 from ._tests import KeepTestsCollected
@@ -60,6 +61,7 @@ AnyRule = Annotated[
         AllowTestAdditions,
         AllowVersionBump,
         AllowLocalRefactors,
+        AllowModuleRenames,
         KeepTestsCollected,
         IntentScope,
         AllowWorkflowEdits,

@@ -31,6 +31,7 @@ from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
 from ._intent import claimed_scope
 from ._python_memo import memo_dump, memo_tokens
+from ._renames import reexport_shims
 
 if TYPE_CHECKING:
     from ..analysis._changes import NetChange
@@ -118,7 +119,10 @@ class PythonRisks(Rule):
                 )
                 continue
             seen: set[tuple[str, int | None]] = set()
+            moved = kind == "modify" and path in reexport_shims(evidence)
             for fact in code_changes(before, after):
+                if moved and fact.kind == "definition_removed":
+                    continue  # moved to the new module this file now re-exports
                 # Code the analysers cannot read is never harmless, whatever `facts` lists.
                 flagged = fact.kind in self.facts or fact.kind == "unparsable"
                 if not flagged or (fact.kind, fact.line) in seen:
