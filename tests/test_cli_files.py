@@ -176,3 +176,14 @@ def test_json_dash_means_standard_output_for_eval_too(
     report = json.loads(out)  # stdout holds the JSON report alone; the text went to stderr
     assert report["suites"][0]["scenario"] == "check-me"
     assert not (tmp_path / "-").exists()
+
+
+def test_check_never_writes_its_json_over_a_file_to_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(SUITE)
+    status, _, err = run_cli(capsys, "check", "--json", str(path), "data-cleanup")
+    assert status == 2
+    assert "that is a file to check" in err
+    assert path.read_text() == SUITE

@@ -301,6 +301,11 @@ def check_command(args: argparse.Namespace, console: Console, errors: Console) -
     from .evals import SuiteError
 
     if args.json is not None:
+        if args.json.suffix in (".toml", ".yaml", ".yml"):  # `check --json a.yaml b.toml`
+            raise UsageError(
+                f"--json {args.json}: that is a file to check, not a report; put --json after "
+                "the files, or write --json - (standard output) or --json FILE.json"
+            )
         check_output(args.json, "--json")
     if list(args.files).count(STDIO) > 1:
         raise UsageError("check: `-` (standard input) can be named once")
