@@ -148,7 +148,14 @@ def create_app(config: InboxConfig) -> Starlette:
         session = config.sessions.create(principal)
         log.info("login: %s from %s", principal, who)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(SESSION_COOKIE, session.id, httponly=True, samesite="strict", path="/")
+        response.set_cookie(  # Secure too when served over HTTPS (behind a proxy)
+            SESSION_COOKIE,
+            session.id,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=request.url.scheme == "https",
+        )
         return response
 
     async def logout(request: Request) -> Response:
