@@ -85,3 +85,18 @@ async def test_the_same_folder_without_a_keep_phrase_passes(evidence_for: Build)
     files = {"cache/README.md": "Safe to delete; rebuilt by make.\n", "cache/x": "1\n"}
     evidence = await evidence_for(files, "vsh_remove('/workspace/cache', recursive=True)")
     assert RULE.check(evidence) is None
+
+
+async def test_reasons_carry_no_figures_of_unread_bytes(evidence_for: Build) -> None:
+    """A blind overwrite's gutting reason and the size limits name no count of old bytes."""
+    from vsh_ai.rules import Limits
+    from vsh_ai.rules._base import net_changes
+
+    reasons = set()
+    for lines in (12, 40):
+        files = {"app/settings.py": "".join(f"KEY_{i} = 'v{i}'\n" for i in range(lines))}
+        evidence = await evidence_for(files, "vsh_write('/workspace/app/settings.py', 'x = 1\\n')")
+        verdict = Limits(max_changed_bytes=10, max_delete_ratio=0.0).check(evidence)
+        assert verdict is not None
+        reasons.add((net_changes(evidence)[0].destructive, verdict.reason))
+    assert len(reasons) == 1, reasons

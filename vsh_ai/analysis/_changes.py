@@ -284,13 +284,15 @@ def destructive_edit(before: str, after: str) -> str | None:
     if 2 * (removed + commented) <= meaningful:
         if not pairing.exact:  # part of the files could not be paired line by line
             return (
-                f"its {meaningful} meaningful lines could not all be paired with the new "
-                "version (long runs of repeated lines), so it cannot be shown not to gut them"
+                "its meaningful lines could not all be paired with the new version (long "
+                "runs of repeated lines), so it cannot be shown not to gut them"
             )
         return None
-    parts = [f"{removed} removed"] if removed else []
-    parts += [f"{commented} commented out"] if commented else []
-    return f"{' and '.join(parts)} of {meaningful} meaningful lines"
+    # No counts: the old side may be bytes the program never read (a blind overwrite of a
+    # secret-bearing file), and this reason reaches the program.
+    parts = ["removed"] if removed else []
+    parts += ["commented out"] if commented else []
+    return f"most of its meaningful lines {' or '.join(parts)}"
 
 
 def _sides(evidence: Evidence, change: Change) -> tuple[bytes, bytes] | None:

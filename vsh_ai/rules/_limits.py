@@ -48,12 +48,15 @@ class Limits(Rule):
         if self.max_touched_paths is not None and counters.touched_paths > self.max_touched_paths:
             over.append(f"{counters.touched_paths} touched paths (limit {self.max_touched_paths})")
         if self.max_changed_bytes is not None and counters.changed_bytes > self.max_changed_bytes:
-            over.append(f"{counters.changed_bytes} changed bytes (limit {self.max_changed_bytes})")
+            # Not the figure itself: it counts the bytes of overwritten and deleted files,
+            # which the program may never have been allowed to read (the reason reaches it).
+            over.append(f"more changed bytes than the limit of {self.max_changed_bytes}")
         if self.max_deletions is not None and counters.deleted_paths > self.max_deletions:
             over.append(f"{counters.deleted_paths} deletions (limit {self.max_deletions})")
         ratio = counters.delete_ratio_bps / 10_000
         if self.max_delete_ratio is not None and ratio > self.max_delete_ratio:
-            over.append(f"a delete ratio of {ratio:.0%} (limit {self.max_delete_ratio:.0%})")
+            # Not the ratio: its denominator counts every file, protected ones included.
+            over.append(f"a larger share of the workspace deleted than {self.max_delete_ratio:.0%}")
         if not over:
             return None
         return self.verdict(

@@ -159,19 +159,16 @@ class NoRefusedAccess(Rule):
         wrote = any(e.operation in _WRITE_EFFECTS for e in evidence.effects)
         if counters.denied_accesses == 0 and (wrote or counters.write_bytes == 0):
             if counters.os_calls > len(evidence.effects):
-                untraced = counters.os_calls - len(evidence.effects)
-                return self.verdict(
+                return self.verdict(  # no count: refused calls follow what is refused
                     "review",
-                    f"The program made {untraced} filesystem call(s) that left no effect "
+                    "The program made filesystem calls that left no effect "
                     "(refused, for instance through a link leaving the workspace); access "
                     "only regular paths inside the workspace.",
                 )
             return None
-        what = (
-            f"{counters.denied_accesses} access(es) VSH denied"
-            if counters.denied_accesses
-            else f"a {counters.write_bytes}-byte write VSH refused"
-        )
+        # No counts or sizes: how many accesses were denied follows how many protected
+        # paths exist, and the reason reaches the program.
+        what = "an access VSH denied" if counters.denied_accesses else "a write VSH refused"
         return self.verdict(
             self.action,
             f"The program attempted {what} (a protected path or a link leaving the "

@@ -91,7 +91,7 @@ class _PythonProof(Allowance):
         if size > PROOF_MAX_BYTES:
             return Claim(
                 False,
-                f"{path}: {size} bytes, over the {PROOF_MAX_BYTES} bytes these proofs read "
+                f"{path}: over the {PROOF_MAX_BYTES} bytes these proofs read "
                 "(bounded time per decision); larger modules need a human",
             )
         proof = self._prove_for(evidence, before, after)
