@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._cli_io import UsageError, check_output, write
+from ._cli_io import UsageError, check_output, is_stdio, write
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,6 +52,7 @@ def harvest_command(args: argparse.Namespace, console: Console) -> int:
             for e in error.errors(include_url=False)
         )
         raise UsageError(f"invalid --scenario/--authorization/--judge: {problems}") from None
-    write(args.out, text, "--out")
-    console.print(Text(f"wrote {args.out}"), highlight=False, emoji=False)
+    write(args.out, text, "--out")  # `--out -`: the suite on stdout, the summary on stderr
+    if not is_stdio(args.out):
+        console.print(Text(f"wrote {args.out}"), highlight=False, emoji=False)
     return 0

@@ -292,7 +292,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the bindings are (default: WORKSPACE/.vsh-runtime/vsh-ai/approvals)",
     )
-    harvest.add_argument("--out", type=Path, metavar="FILE.yaml", required=True)
+    harvest.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.yaml",
+        required=True,
+        help="where the suite goes (`-`: standard output; the summary then goes to stderr)",
+    )
     harvest.add_argument("--scenario", default="harvested", metavar="NAME")
     harvest.add_argument("--authorization", metavar="TEXT", help="the suite's authorization")
     harvest.add_argument("--judge", metavar="FILE|NAME", help="the suite's default judge")
