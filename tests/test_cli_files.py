@@ -89,6 +89,9 @@ def test_check_accepts_bundled_names_from_any_folder(
     assert "service-config.yaml: ok, suite 'service-config'" in out
     assert "secrets-hygiene.toml: ok" in out
     assert "secrets-hygiene.yaml" not in out
+    status, out, err = run_cli(capsys, "check", "judges/", "--json")
+    assert status == 0, err
+    assert {Path(row["file"]).stem for row in json.loads(out)} >= {"service-config", "data-cleanup"}
     status, _, err = run_cli(capsys, "check", "no-such-judge")
     assert status == 2
     assert "not a bundled judge (" in err

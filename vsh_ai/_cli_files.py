@@ -150,7 +150,8 @@ def check_targets(names: Sequence[str], stdin_text: str | None = None) -> list[_
 
     A name that is not a file may name a bundled judge (``service-config``,
     ``judges/service-config.toml``) and/or a bundled suite (``service-config``,
-    ``evals/service-config.yaml``), as ``eval`` and ``eval --judge`` accept them.
+    ``evals/service-config.yaml``), as ``eval`` and ``eval --judge`` accept them;
+    ``judges/`` and ``evals/`` are the bundled folders when there are none here.
     """
     from ._judge_files import bundled_judges
     from .evals._suite import bundled_suites_dir
@@ -163,7 +164,9 @@ def check_targets(names: Sequence[str], stdin_text: str | None = None) -> list[_
             first = next((ln for ln in text.splitlines() if ln.strip() and ln[:1] != "#"), "")
             kind = "judge" if _TOML_START.match(first) else "suite"
             targets.append(_Target("<stdin>", Path("<stdin>"), kind, text))
-        elif path.is_dir():
+        elif path.is_dir() or (not path.exists() and name.rstrip("/") in ("evals", "judges")):
+            if not path.exists():  # `check judges/` away from a checkout: the bundled folder
+                path = bundled_suites_dir().parent / name.rstrip("/")
             found = sorted(
                 p for p in path.iterdir() if p.suffix in (".toml", ".yaml", ".yml") and p.is_file()
             )

@@ -87,7 +87,8 @@ FILE:LINE:COL: field (case or rule id): what is wrong; fix: how.
 FILE may be a path, a folder (every judge file and suite in it), `-` (standard input:
 a judge file when its first line looks like TOML, else a suite), or a bundled name:
 `service-config` checks the bundled judge and suite of that name, `judges/NAME.toml`
-or `evals/NAME.yaml` only one of them.
+or `evals/NAME.yaml` only one of them, and `judges/` or `evals/` every bundled one
+(when the current folder has no such file or folder).
 
 --json [FILE] writes a JSON list, one object per file: {"file", "kind": "judge" |
 "suite", "ok": true, "summary"} or {"file", "kind", "ok": false, "error", "problems":
