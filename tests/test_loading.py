@@ -133,3 +133,23 @@ def test_the_loaders_keep_positions_for_nested_keys() -> None:
     with pytest.raises(SourceError) as caught:
         load_yaml("a: 1\na: 2\n")
     assert (caught.value.line, caught.value.column) == (2, 1)
+
+
+def test_every_bundled_judge_rule_key_is_located_on_its_own_line() -> None:
+    """The TOML scan (multi-line strings, arrays, dotted and quoted keys) finds each
+    rule's keys on the line that writes them, in every shipped judge file."""
+    root = Path(__file__).resolve().parents[1] / "judges"
+    checked = 0
+    for path in sorted(root.glob("*.toml")):
+        text = path.read_text()
+        lines = text.splitlines()
+        located = load_toml(text)
+        for index, rule in enumerate(located.data.get("rules", {}).get("rule", [])):
+            for key in rule:
+                line, column = located.positions[("rules", "rule", index, key)]
+                source = lines[line - 1][column - 1 :]
+                assert re.match(rf'["\']?{re.escape(key)}["\']?\s*[=.]', source) or (
+                    source.startswith("[") and key in source
+                ), (path.name, index, key, source)
+                checked += 1
+    assert checked > 100

@@ -198,7 +198,8 @@ def _toml_key(text: str) -> tuple[list[str], str] | None:
 
 
 def _strip_strings(value: str) -> str:
-    return re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', '""', value.split("#", 1)[0])
+    """``value`` with its strings emptied and its comment dropped (brackets left to count)."""
+    return re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', '""', value).split("#", 1)[0]
 
 
 def _toml_positions(text: str) -> dict[Path_, tuple[int, int]]:
