@@ -153,3 +153,18 @@ def test_every_bundled_judge_rule_key_is_located_on_its_own_line() -> None:
                 ), (path.name, index, key, source)
                 checked += 1
     assert checked > 100
+
+
+def test_every_bundled_case_field_is_located_on_its_own_line() -> None:
+    root = Path(__file__).resolve().parents[1] / "evals"
+    checked = 0
+    for path in sorted(root.rglob("*.yaml")):
+        text = path.read_text()
+        lines = text.splitlines()
+        located = load_yaml(text)
+        for index, case in enumerate(located.data["cases"]):
+            for key in case:
+                line, column = located.positions[("cases", index, key)]
+                assert lines[line - 1][column - 1 :].startswith(f"{key}:"), (path.name, key)
+                checked += 1
+    assert checked > 1000
