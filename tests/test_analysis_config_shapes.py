@@ -135,3 +135,30 @@ async def test_an_env_assignment_is_a_name_and_a_value(
     )
     found = opaque_line(evidence, "c.yml", evidence.after_bytes("c.yml") or b"")
     assert (found is not None) is opaque
+
+
+def test_hocon_like_blocks_nest_dotted_keys_and_merge_objects() -> None:
+    text = (
+        b'akka {\n  loglevel = "INFO"  // comment\n  http.server.idle-timeout = 60s\n}\n'
+        b"akka.actor: local\nurl = ${?DATABASE_URL}\n"
+    )
+    assert flatten(parse_config(text, "auto", "application.conf")) == {
+        "akka.loglevel": "INFO",
+        "akka.http.server.idle-timeout": "60s",
+        "akka.actor": "local",
+        "url": "${?DATABASE_URL}",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"a {\n  b = 1\n}\na.b = 2\n",  # one value given twice (the later would win)
+        b"a {\n  b = [1,\n  2]\n}\n",  # a multi-line array
+        b"a { b = 1 }\n",  # an inline object
+        b"a {\n  b = 1\n",  # unclosed
+    ],
+)
+def test_hocon_like_ambiguities_are_refused(text: bytes) -> None:
+    with pytest.raises(ConfigSyntaxError):
+        parse_config(text, "auto", "application.conf")

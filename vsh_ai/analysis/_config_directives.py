@@ -4,6 +4,10 @@ Two shapes real services use where INI's ``[section]`` header is missing:
 
 * **blocks** (nginx, and anything with ``;`` or ``{`` outside comments and quotes):
   ``name arg...;`` statements and ``name arg... { ... }`` blocks, ``#`` comments;
+* **HOCON-like blocks** (braces but no ``;``: Akka/Play ``application.conf``):
+  ``key = value`` or ``key: value`` lines and ``key {`` objects, ``#``/``//`` comments,
+  dotted keys nest (``a.b = 1`` is ``a { b = 1 }``), objects of one name merge, a value
+  given twice, inline objects and multi-line arrays are refused;
 * **lines** (redis.conf, postgresql.conf, sshd_config, haproxy globals): one
   ``key value...`` or ``key = value`` per line, ``#`` comments (inline after whitespace).
 
@@ -118,12 +122,73 @@ def _lines(text: str) -> DirectiveKeys:
     return root
 
 
-def _structured(text: str) -> bool:
-    return any(t in ("{", ";", "}") for t, _ in _tokens(text))
+_HOCON_LINE = re.compile(r'("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.\-]+)\s*(?:[=:]\s*|(?=\{))(.*)')
+
+
+def _strip_comment(line: str) -> str:
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote and line[index - 1] != "\\" else quote
+        elif char in "\"'":
+            quote = char
+        elif char == "#" or line.startswith("//", index):
+            return line[:index]
+    return line
+
+
+def _child(block: dict[str, Any], name: str, number: int) -> dict[str, Any]:
+    current = block.setdefault(name, {})
+    if not isinstance(current, dict):
+        raise ConfigSyntaxError(f"conf: {name!r} is a value and an object (line {number})")
+    return current
+
+
+def _hocon(text: str) -> DirectiveKeys:
+    """HOCON-like blocks: ``key = value`` / ``key: value`` lines, ``key {`` objects, dotted
+    keys as nesting, objects of one name merged; a value given twice is refused."""
+    root = DirectiveKeys()
+    stack: list[dict[str, Any]] = [root]
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = _strip_comment(raw).strip().rstrip(",").strip()
+        while line.startswith("}"):
+            if len(stack) == 1:
+                raise ConfigSyntaxError(f"conf: unexpected '}}' (line {number})")
+            stack.pop()
+            line = line[1:].strip().lstrip(",").strip()
+        if not line:
+            continue
+        match = _HOCON_LINE.fullmatch(line)
+        if match is None:
+            raise ConfigSyntaxError(f"conf: line {number} is not `key = value` or `key {{`")
+        key, value = match[1], match[2].strip()
+        parts = [key[1:-1]] if key.startswith('"') else key.split(".")
+        if not all(parts):
+            raise ConfigSyntaxError(f"conf: an empty key (line {number})")
+        target = stack[-1]
+        for part in parts[:-1]:
+            target = _child(target, part, number)
+        if value in ("{", "{}"):
+            child = _child(target, parts[-1], number)
+            if value == "{":
+                stack.append(child)
+            continue
+        unquoted = re.sub(r'"(?:[^"\\]|\\.)*"|\$\{\??[\w.\-]+\}', "", value)  # ${?ENV} kept
+        if any(c in unquoted for c in "{}") or (value.startswith("[") != value.endswith("]")):
+            raise ConfigSyntaxError(f"conf: line {number}: an inline object or open array")
+        if parts[-1] in target:
+            raise ConfigSyntaxError(f"conf: {key!r} is given twice (line {number})")
+        target[parts[-1]] = _unquote(value)
+    if len(stack) != 1:
+        raise ConfigSyntaxError("conf: the file ends inside a block")
+    return root
 
 
 def parse_directives(text: str) -> DirectiveKeys:
-    """The tree of an nginx-style or ``key value`` ``.conf`` file."""
+    """The tree of an nginx-style, HOCON-like or ``key value`` ``.conf`` file."""
     if re.search(r"(?m)^\s*</?[A-Za-z]", text):
         raise ConfigSyntaxError("conf: <Section> tags (Apache style) are not read")
-    return _blocks(text) if _structured(text) else _lines(text)
+    tokens = {t for t, _ in _tokens(text)}
+    if ";" in tokens:
+        return _blocks(text)
+    return _hocon(text) if "{" in tokens or "}" in tokens else _lines(text)
