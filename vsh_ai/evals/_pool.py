@@ -1,8 +1,7 @@
 """Run suites' mutants in worker processes (both cores), results in input order.
 
-The labelled cases are judged in the parent, as its pydantic-evals experiment, while the
-workers run their mutants: a worker previews each labelled case only for the diff its
-mutants must reproduce (``sign_only``), so both start at once and nothing is judged twice.
+The labelled cases run in the parent, as its pydantic-evals experiment; their diff
+signatures travel with the mutants, which must reproduce them.
 """
 
 from __future__ import annotations
@@ -15,13 +14,14 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
 import anyio
 
 from .._hooks import JudgeHook
+from ._mutants import Signature
 from ._outcome import RunResult, traced_hook
 from ._runner import run_families
 from ._suite import EvalCase, Suite
@@ -79,7 +79,7 @@ def _work(
     repeat: int,
     concurrency: int,
     scratch: Path | None,
-    sign_only: bool,
+    signatures: Mapping[str, Signature | None],
 ) -> list[list[RunResult]]:
     """In a worker: run some families of one suite with a judge built from its spec."""
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
@@ -95,7 +95,7 @@ def _work(
             concurrency=concurrency,
             scratch=scratch,
             limiter=limiter,
-            sign_only=sign_only,
+            signatures=signatures,
         )
 
     return anyio.run(go)
@@ -214,14 +214,13 @@ def run_in_pool(
     workers: int,
     scratch: Path | None = None,
     on_runs_done: Callable[[int, int], None] | None = None,
-    sign_only: bool = False,
+    signatures: Sequence[Mapping[str, Signature | None]] | None = None,
 ) -> list[list[list[RunResult]]]:
     """Every family of every suite, run by ``workers`` child processes.
 
-    ``plans`` holds each suite's families (``plan_families``); returns their results in
-    order, the same as running them in process (with ``sign_only``, the labelled cases'
-    runs are ``Skipped``: see ``run_families``). ``on_runs_done(suite_index, runs)``
-    reports progress (mutant runs only, with ``sign_only``).
+    ``plans`` holds each suite's families (``plan_families``, or mutants only with the
+    suite's ``signatures``); returns their results in order, the same as running them in
+    process. ``on_runs_done(suite_index, runs)`` reports progress.
     """
     sizes = [[len(family) * repeat for family in plan] for plan in plans]
     results: list[list[list[RunResult]]] = [[[] for _ in plan] for plan in plans]
@@ -245,14 +244,13 @@ def run_in_pool(
                     repeat,
                     concurrency,
                     scratch,
-                    sign_only,
+                    dict(signatures[suite_index]) if signatures else {},
                 )
                 done = worker.run(job)
                 for family, result in zip(families, done, strict=True):
                     results[suite_index][family] = result
                 if on_runs_done is not None:
-                    runs = sum(sizes[suite_index][i] for i in families)
-                    on_runs_done(suite_index, runs - (repeat * len(families) if sign_only else 0))
+                    on_runs_done(suite_index, sum(sizes[suite_index][i] for i in families))
         except BaseException as error:  # reported by the caller's thread
             errors.append(error)
         finally:

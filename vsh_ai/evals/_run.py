@@ -351,6 +351,7 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
     mutant_plans = [[family[1:] for family in plan] for plan in plans]
     mutant_total = sum(len(f) for plan in mutant_plans for f in plan) * options.repeat
     mutant_runs: list[list[list[RunResult]] | None] = [None] * len(prepared)
+    pooled = False
 
     def advance(index: int) -> Callable[[], None] | None:
         if bar is None:
@@ -372,16 +373,21 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                 on_run_done=advance(index),
             )
 
-        pooled = options.mutants and _pooled(options, workers, mutant_total)
-
-        async def pool() -> None:
-            # Beside the experiment: workers sign the labelled cases and run the mutants.
+        async with anyio.create_task_group() as group:
+            for index in range(len(prepared)):
+                group.start_soon(label, index)
+        done = [item for item in labelled if item is not None]
+        # Mutants need their labelled case's diff, so they run after the experiment. (Run
+        # beside it, the workers must preview every labelled case again for that diff:
+        # measured, about 10% more CPU for no gain in wall time on two cores.)
+        if options.mutants and _pooled(options, workers, mutant_total):
+            pooled = True
             judge_spec = options.judge if isinstance(options.judge, str) else None
             results = await anyio.to_thread.run_sync(
                 partial(
                     run_in_pool,
                     loaded,
-                    plans,
+                    mutant_plans,
                     judge=judge_spec,
                     stress=options.stress,
                     repeat=options.repeat,
@@ -389,19 +395,11 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                     workers=workers,
                     scratch=options.scratch,
                     on_runs_done=(lambda i, n: bar.advance(tasks[i], n)) if bar else None,
-                    sign_only=True,
+                    signatures=[item.signatures for item in done],
                 )
             )
-            for index, suite_runs in enumerate(results):
-                mutant_runs[index] = [runs[options.repeat :] for runs in suite_runs]
-
-        async with anyio.create_task_group() as group:
-            if pooled:
-                group.start_soon(pool)
-            for index in range(len(prepared)):
-                group.start_soon(label, index)
-        done = [item for item in labelled if item is not None]
-        if options.mutants and not pooled:
+            mutant_runs = list(results)
+        elif options.mutants:
 
             async def mutate(index: int) -> None:
                 mutant_runs[index] = await run_families(

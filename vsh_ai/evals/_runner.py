@@ -79,7 +79,6 @@ class CaseRunner:
         limiter: anyio.CapacityLimiter | None = None,
         on_run_done: Callable[[], None] | None = None,
         signatures: Mapping[str, Signature | None] | None = None,
-        sign_only: bool = False,
     ) -> None:
         self.suite = suite
         self.hook = hook
@@ -87,7 +86,6 @@ class CaseRunner:
         self.limiter = limiter
         self.on_run_done = on_run_done
         self.signatures: dict[str, Signature | None] = dict(signatures or {})
-        self.sign_only = sign_only
         self._idle: dict[str, list[Workspace]] = {}
         self._made: list[Workspace] = []
         self._slots: dict[str, anyio.Semaphore] = {}
@@ -105,21 +103,16 @@ class CaseRunner:
         self._slots = {key: anyio.Semaphore(count) for key, count in counts.items()}
 
     async def _judge(self, case: EvalCase, workspace: Workspace, first: bool) -> RunResult:
-        labelled = not isinstance(case, MutantCase)
-        if self.sign_only and labelled and not first:
-            return Skipped(case_id=case.id, reason="labelled case: signed only")
         try:
             simulation = await anyio.to_thread.run_sync(workspace.simulate, case)
         except Exception as error:
             if isinstance(case, MutantCase):
                 return Skipped(case_id=case.id, reason=f"the mutant does not run: {error}"[:300])
             return CaseError.of(case.id, error)
-        if first and labelled:
+        if first and not isinstance(case, MutantCase):
             self.signatures[case.id] = (
                 diff_signature(simulation.evidence) if simulation.evidence else None
             )
-            if self.sign_only:
-                return Skipped(case_id=case.id, reason="labelled case: signed only")
         if isinstance(case, MutantCase):
             problem = case.mismatch(self.signatures, simulation)
             if problem is not None:
@@ -289,15 +282,12 @@ async def run_families(
     limiter: anyio.CapacityLimiter | None = None,
     on_run_done: Callable[[], None] | None = None,
     signatures: Mapping[str, Signature | None] | None = None,
-    sign_only: bool = False,
 ) -> list[list[RunResult]]:
     """Run every family's cases; results per family in input order (case by case, repeats
     together).
 
     Families hold a labelled case and its mutants; with ``signatures`` (the labelled
-    cases' diffs, from runs made elsewhere) a family may hold mutants only; with
-    ``sign_only`` its labelled case is previewed for its signature but not judged (its
-    results are ``Skipped``: the experiment judges it elsewhere). Runs of one
+    cases' diffs, from runs made elsewhere) a family may hold mutants only. Runs of one
     before-state go in chunks on one workspace (``CaseRunner``), so that the suite's lanes
     (``lanes_for``) can run at once. Labelled cases run first, their mutants after.
     """
@@ -309,7 +299,6 @@ async def run_families(
         limiter=limiter,
         on_run_done=on_run_done,
         signatures=signatures,
-        sign_only=sign_only,
     )
     width = lanes_for(hook, concurrency)
 
