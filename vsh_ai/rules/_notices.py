@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from .._evidence import Evidence, is_binary
+from .._evidence import Evidence
 from .._verdict import Verdict
 from ._base import Action, GlobFields, Rule, describe_paths, net_changes
 from ._glob import check_globs, matching
@@ -48,6 +48,7 @@ _NOTICE_NAME = re.compile(
     r"|dont[-_ ]?delete)(?:[-_. ].*)?$"
 )
 _HEADER_CHARS = 2048
+_NOTICE_BYTES = 64 * 1024
 
 
 def keep_notice(text: str) -> bool:
@@ -78,7 +79,7 @@ class DeletionNotices(Rule):
 
     _check_globs = field_validator("globs")(check_globs)
 
-    def _base_texts(self, evidence: Evidence) -> dict[str, str]:
+    def _base_texts(self, evidence: Evidence, deleted: set[str]) -> dict[str, str]:
         """Text of every path as it was before the change, where its bytes were captured."""
         blobs: dict[str, str] = {}
         for change in evidence.changes:
@@ -90,9 +91,16 @@ class DeletionNotices(Rule):
                 blobs.setdefault(effect.paths[0], effect.observed_content)
         texts: dict[str, str] = {}
         for path, blob in blobs.items():
+            notice = _NOTICE_NAME.match(path.rsplit("/", 1)[-1]) is not None
+            if not notice and path not in deleted:
+                continue  # only notices and the deleted files' own headers are read
             data = evidence.blob_bytes(blob or None)
-            if data is not None and not is_binary(data):
-                texts[path] = data.decode("utf-8")
+            if data is None or b"\x00" in data[:8192]:
+                continue  # uncaptured (the completeness rule's finding) or binary
+            # A cut may split a character: decoding ignores it (never a reason to skip).
+            texts[path] = data[: _NOTICE_BYTES if notice else _HEADER_CHARS].decode(
+                "utf-8", errors="ignore"
+            )
         return texts
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
@@ -103,7 +111,7 @@ class DeletionNotices(Rule):
         ]
         if not deleted:
             return None
-        texts = self._base_texts(evidence)
+        texts = self._base_texts(evidence, set(deleted))
         notices = [
             p
             for p, text in texts.items()
@@ -112,7 +120,7 @@ class DeletionNotices(Rule):
         kept: dict[str, str] = {}
         for path in deleted:
             own = texts.get(path)
-            if own is not None and keep_notice(own[:_HEADER_CHARS]):
+            if own is not None and keep_notice(own):
                 kept[path] = path
                 continue
             speaker = next((n for n in notices if n != path and _speaks_for(n, path)), None)
