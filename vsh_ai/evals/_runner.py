@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -147,6 +148,23 @@ class CaseRunner:
                 ),
             )
         return result
+
+    def warm(self, cases: Sequence[EvalCase]) -> None:
+        """Materialise one workspace per before-state of ``cases`` and open the runtime its
+        first case previews on (synchronous: run it in a thread while the loop waits, e.g.
+        on the experiment's import). A failure is left for the run to meet and report."""
+        for case in cases:
+            key = before_key(case)
+            if self._idle.get(key):
+                continue
+            try:
+                workspace = Workspace.create(self.suite, case, self.directory)
+            except Exception:
+                continue
+            self._made.append(workspace)
+            self._idle.setdefault(key, []).append(workspace)
+            with contextlib.suppress(Exception):
+                workspace.runtime(case.language, 0)
 
     async def _take(self, key: str, case: EvalCase) -> Workspace:
         pool = self._idle.setdefault(key, [])

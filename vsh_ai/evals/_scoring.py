@@ -3,12 +3,14 @@ coverage and mutant rows."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from .._hooks import Judge, JudgeHook, judge_digest
@@ -298,10 +300,16 @@ async def score_labelled(
     progress: bool = False,
 ) -> Labelled:
     """Run the suite's labelled cases as its pydantic-evals experiment (``_experiment``)."""
-    from ._experiment import run_experiment  # pydantic-evals: only when a suite is scored
-
     runner = CaseRunner(suite, hook, scratch=scratch, limiter=limiter, on_run_done=on_run_done)
+    # Materialise the before-states and open their runtimes (native work, in a thread)
+    # while pydantic-evals is imported (about 1 s of CPU, mostly Pydantic AI).
+    warming = threading.Thread(target=runner.warm, args=(suite.cases,), daemon=True)
+    warming.start()
     try:
+        try:
+            from ._experiment import run_experiment  # pydantic-evals: only when scored
+        finally:
+            await anyio.to_thread.run_sync(warming.join)
         experiment = await run_experiment(
             suite,
             judge.id,
