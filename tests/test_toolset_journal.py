@@ -668,3 +668,85 @@ async def test_a_quarantined_workspace_still_replays_finished_calls(tmp_path: Pa
         assert (root / "log.txt").read_text() == "line 1\nline 2\n"
     finally:
         clear_process_quarantine()
+
+
+async def test_a_committed_calls_result_record_is_written_behind_and_reads_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    """The done record of a commit the prepared record already promised is written by a
+    background thread; a read of the key in this process waits for it, and the record
+    on disk then holds the result the agent saw."""
+    from vsh_ai.toolset._bindings import args_digest
+
+    root = workspace(tmp_path)
+    toolset = VshToolset(root)
+    model, seen = scripted(APPEND)
+    await Agent(model, toolsets=[toolset]).run("append", run_id="r")
+    assert toolset.journal is not None
+    key = json.dumps(["r", 1, "append-1"])
+    entry = toolset.journal.load(key, args_digest("vsh_write", APPEND.args_as_dict()))
+    assert entry is not None
+    assert entry.phase == "done"
+    assert dump(entry.result) == dump(seen[0])
+    on_disk = json.loads(toolset.journal.path_for(key).read_text())
+    assert on_disk["phase"] == "done"
+    assert on_disk["sequence"] == 2
+
+
+DYING_WORKER = r"""
+import asyncio, os, sys
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from vsh_ai import VshToolset
+from vsh_ai.toolset import _journal
+
+call = ToolCallPart("vsh_write", {"path": "/workspace/log.txt", "content": "line 2\n",
+                    "append": True}, tool_call_id="append-1")
+
+def respond(messages, info):
+    done = sum(isinstance(m, ModelResponse) for m in messages)
+    return ModelResponse(parts=[call] if done == 0 else [TextPart("done")])
+
+def die(self, **kwargs):
+    os._exit(3)  # committed, its result never recorded
+
+_journal.CommitJournal.finish = die
+asyncio.run(Agent(FunctionModel(respond), toolsets=[VshToolset(sys.argv[1])]).run(
+    "append", run_id="run-1"))
+"""
+
+
+async def test_a_stalled_worker_never_commits_a_call_another_worker_committed_then_died(
+    tmp_path: Path,
+) -> None:
+    """The other worker commits the call and dies before recording its result (only its
+    prepared record is on disk): the stalled worker, previewing after that commit (another
+    transaction), must find the commit through VSH's state and report it, not commit."""
+    import sys
+
+    import anyio
+
+    root = workspace(tmp_path)
+    script = tmp_path / "dying.py"
+    script.write_text(DYING_WORKER)
+    toolset = VshToolset(root)
+    driver = toolset.transactions.driver if toolset.transactions is not None else None
+    assert driver is not None
+    original = driver.run
+
+    async def stall_then_run(*args: Any, **kwargs: Any) -> Any:
+        done = await anyio.run_process([sys.executable, str(script), str(root)], check=False)
+        assert done.returncode == 3
+        assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+        return await original(*args, **kwargs)
+
+    driver.run = stall_then_run  # type: ignore[method-assign]
+    model, seen = scripted(APPEND)
+    await Agent(model, toolsets=[toolset]).run("append", run_id="run-1")
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"
+    assert dump(seen[0])["state"] == "committed"
+    replay, replay_seen = scripted(APPEND)
+    await Agent(replay, toolsets=[VshToolset(root)]).run("append", run_id="run-1")
+    assert dump(replay_seen[0]) == dump(seen[0])
+    assert (root / "log.txt").read_text() == "line 1\nline 2\n"

@@ -31,7 +31,11 @@ __all__ = (
 )
 
 HookHandler = Callable[[vsh.RequestEvent], vsh.HookDecision | Awaitable[vsh.HookDecision]]
-BeforeResolve = Callable[[vsh.RequestEvent | None, vsh.HookDecision], Awaitable[None]]
+BeforeResolve = Callable[
+    [vsh.RequestEvent | None, vsh.HookDecision], Awaitable[Callable[[], None] | None]
+]
+"""Given the final decision: prepare for the resolve; may return a sync step the resolve's
+worker thread runs first (the commit journal's write: one thread hop for both)."""
 HostCheck = Callable[[Sequence[str]], str | None]
 """Given the workspace-relative paths a transaction writes, why the host changed under
 them since the program ran (an outside writer), or None."""
@@ -151,11 +155,14 @@ class WorkspaceDriver:
         transaction: str,
         host_check: HostCheck | None = None,
         before_resolve: BeforeResolve | None = None,
+        before_prepare: Callable[[], None] | None = None,
     ) -> vsh.CommitResolution:
         """Prepare, ask the hook about the exact event, resolve; fail closed on any error.
 
         ``before_resolve(event, decision)`` runs with the final decision just before VSH
         resolves it (the commit journal's write); if it raises, nothing is committed.
+        ``before_prepare()`` runs in the prepare's worker thread first; if it raises, the
+        error propagates and nothing is prepared.
 
         A hook that raises (anything but cancellation) or returns something other than a
         ``vsh.HookDecision`` resolves as ``review``: the work stays pending, the run goes
@@ -164,9 +171,13 @@ class WorkspaceDriver:
         :class:`HostChanged` (an outside writer is at work: committing would race it).
         """
         native = self.native
-        preparation = await native_call(
-            self._locked(lambda: native.prepare_commit(transaction)), on_cancel=native.fail_hook
-        )
+
+        def prepare() -> vsh.CommitPreparation:
+            if before_prepare is not None:
+                before_prepare()
+            return native.prepare_commit(transaction)
+
+        preparation = await native_call(self._locked(prepare), on_cancel=native.fail_hook)
         event = preparation.event
         if event is None or self.handler is None:
             decision = vsh.HookDecision.follow_policy()
@@ -205,12 +216,14 @@ class WorkspaceDriver:
                 decision = vsh.HookDecision.reject(f"host changed before commit: {changed}")
         token, now = _Cancellation(), now_ms()
         try:
-            if before_resolve is not None:
-                await before_resolve(event, decision)
-            resolution = await native_call(
-                self._locked(lambda: native._resolve_commit(preparation, decision, now, token)),
-                token,
-            )
+            step = await before_resolve(event, decision) if before_resolve is not None else None
+
+            def resolve() -> vsh.CommitResolution:
+                if step is not None:
+                    step()
+                return native._resolve_commit(preparation, decision, now, token)
+
+            resolution = await native_call(self._locked(resolve), token)
         except BaseException:
             if not token.commit_entered:
                 await native_call(lambda: native.fail_hook(preparation))

@@ -19,6 +19,18 @@ journal copied from another checkout is refused. Each record carries a sequence 
 is written twice (``<key digest>.json`` and its mirror ``.hw``): the newer valid copy wins,
 so copying an older (``prepared``) record over a finished one does not make the call run
 again.
+
+Cost. The only fsyncs are the ``prepared`` record's (one data sync of the main copy, one
+of the folder), and that record is what makes exactly-once hold: it is durable before VSH
+starts the commit, and VSH's own state says whether the commit happened. The ``done``
+record adds nothing a replay cannot already learn when the result is the one ``prepare``
+promised (VSH says committed, the recorded result is returned), so that ``done`` record
+is written in the background (:meth:`CommitJournal.finish` with ``later=True``): losing it
+to a crash is the crash between commit and finish that recovery already covers, and every
+read of the key in this process waits for it first. A write of any key refuses to replace
+a ``prepared`` record of another transaction that VSH reports committed (the call is done,
+whatever record came after it), so a stalled second worker can never commit the call
+again while the ``done`` record is still on its way.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ import os
 import stat
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 
+from ._background import in_background, wait_for, wait_for_folder
 from ._driver import now_ms
 from ._files import StateFileError, describe, read_state_file
 from ._principal import quoted
@@ -50,6 +63,7 @@ __all__ = (
     "CURRENT_CALL",
     "AlreadyDone",
     "CommitJournal",
+    "CommittedResult",
     "CurrentCall",
     "JournalConflict",
     "JournalEntry",
@@ -63,7 +77,11 @@ Phase = Literal["judging", "prepared", "done"]
 decided, about to commit; ``done``: the call's final result."""
 RecordedDecision = Literal["approve", "review", "reject", "follow_policy"]
 
+CommittedResult = Callable[["JournalEntry"], VshResult | None]
+"""Given a ``prepared`` record, the call's result if VSH committed its transaction."""
+
 _KEY_SHOWN = 120
+_SETTLED = frozenset(("committed", "read"))
 _WRITTEN_KEPT = 256
 _TEMPORARY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _RECORD_FIX = "check VSH's state of the call's transaction by hand, then delete the record"
@@ -179,13 +197,34 @@ class CommitJournal(SignedRecords):
                 raise
             raise JournalUnavailable(str(error)) from None
 
-    def _record(self, entry: JournalEntry, *, durable: bool, done_wins: bool) -> JournalEntry:
+    def _record(
+        self,
+        entry: JournalEntry,
+        *,
+        durable: bool,
+        done_wins: bool,
+        committed: CommittedResult | None = None,
+    ) -> JournalEntry:
         """Under the lock: write ``entry`` as the key's newest record, unless the call is
-        already done (``done_wins``: return that record; else raise :class:`AlreadyDone`)."""
+        already done (``done_wins``: return that record; else raise :class:`AlreadyDone`).
+
+        ``committed(record)``: the result of a ``prepared`` record whose transaction VSH
+        reports committed, else None; such a record of another transaction counts as done.
+        """
         with self._unavailable("write"), self._locked():
             recorded = self._last_written(entry.key, entry.args_digest)
             if recorded is None:
-                recorded = self.load(entry.key, entry.args_digest)
+                recorded = self._load(entry.key, entry.args_digest)
+            if (
+                recorded is not None
+                and committed is not None
+                and recorded.phase == "prepared"
+                and recorded.transaction is not None
+                and recorded.transaction != entry.transaction
+            ):
+                result = committed(recorded)
+                if result is not None:  # that commit happened: the call is done
+                    recorded = recorded.model_copy(update={"phase": "done", "result": result})
             if recorded is not None and recorded.phase == "done":
                 if done_wins:
                     return recorded
@@ -198,8 +237,12 @@ class CommitJournal(SignedRecords):
                     "sequence": (recorded.sequence if recorded is not None else 0) + 1,
                 }
             )
-            entry = entry.model_copy(update={"mac": self._mac(entry)})
-            data = entry.model_dump_json().encode()
+            # One serialization: ``mac`` is the model's last field, so the signed record
+            # is the signed payload with it appended.
+            payload = entry.signed_payload()
+            mac = self.mac(payload)
+            data = b'%s,"mac":"%s"}' % (payload[:-1], mac.encode())
+            entry = entry.model_copy(update={"mac": mac})
             self._written.pop(entry.key, None)  # unknown until both copies are written
             self._write_both(self.path_for(entry.key), data, durable=durable)
             self._written[entry.key] = (data, entry)
@@ -251,6 +294,7 @@ class CommitJournal(SignedRecords):
         decision_reason: str = "",
         hook_id: str = "",
         attempt: int = 0,
+        committed: CommittedResult | None = None,
     ) -> JournalEntry:
         """Record, durably, what is about to be committed and what the agent will see."""
         entry = JournalEntry(
@@ -266,10 +310,18 @@ class CommitJournal(SignedRecords):
             expected=expected,
             created_unix_ms=now_ms(),
         )
-        return self._record(entry, durable=True, done_wins=False)
+        wait_for(self.path_for(key))
+        return self._record(entry, durable=True, done_wins=False, committed=committed)
 
     def judging(
-        self, *, key: str, tool_name: str, digest: str, transaction: str, attempt: int = 0
+        self,
+        *,
+        key: str,
+        tool_name: str,
+        digest: str,
+        transaction: str,
+        attempt: int = 0,
+        committed: CommittedResult | None = None,
     ) -> JournalEntry:
         """Record that ``transaction`` went to the judge (VSH holds it durably meanwhile).
 
@@ -287,14 +339,35 @@ class CommitJournal(SignedRecords):
             attempt=attempt,
             created_unix_ms=now_ms(),
         )
-        return self._record(entry, durable=False, done_wins=False)
+        wait_for(self.path_for(key))
+        return self._record(entry, durable=False, done_wins=False, committed=committed)
 
-    def finish(self, *, key: str, tool_name: str, digest: str, result: VshResult) -> JournalEntry:
+    def promised(self, key: str, result: VshResult) -> bool:
+        """Whether ``result`` is exactly what this process's ``prepared`` record of ``key``
+        promised for a commit (so that record already answers a replay with it)."""
+        known = self._written.get(key)
+        if known is None:
+            return False
+        entry = known[1]
+        return entry.phase == "prepared" and entry.expected is result and result.state in _SETTLED
+
+    def finish(
+        self,
+        *,
+        key: str,
+        tool_name: str,
+        digest: str,
+        result: VshResult,
+        later: bool = False,
+        committed: CommittedResult | None = None,
+    ) -> JournalEntry:
         """Record the call's final result; a replay returns it as is. Returns the
         recorded entry: a result another process recorded first is kept, not replaced.
 
         Not fsynced: losing it in a power cut only costs a look at VSH's durable state
-        (a prepared record) or a re-run of work that committed nothing.
+        (a prepared record) or a re-run of work that committed nothing. ``later`` (when
+        :meth:`promised`): hand the write to a background thread and return at once; the
+        next read or write of the key in this process waits for it.
         """
         entry = JournalEntry(
             key=key,
@@ -305,7 +378,17 @@ class CommitJournal(SignedRecords):
             result=result,
             created_unix_ms=now_ms(),
         )
-        return self._record(entry, durable=False, done_wins=True)
+        path = self.path_for(key)
+        if later and self.promised(key, result):
+
+            def write() -> None:
+                with contextlib.suppress(JournalUnavailable):  # the prepared record answers
+                    self._record(entry, durable=False, done_wins=True)
+
+            if in_background(path, write):
+                return entry
+        wait_for(path)
+        return self._record(entry, durable=False, done_wins=True, committed=committed)
 
     def prune(self, older_than_s: float) -> int:
         """Delete records older than ``older_than_s`` seconds; returns how many.
@@ -318,6 +401,7 @@ class CommitJournal(SignedRecords):
             raise ValueError(f"older_than_s must be >= 0 seconds, got {older_than_s}")
         cutoff = time.time() - older_than_s
         removed = 0
+        wait_for_folder(self.directory)
         with self._unavailable("prune"):
             try:
                 entries = {entry.name: entry for entry in os.scandir(self.directory)}
@@ -342,7 +426,8 @@ class CommitJournal(SignedRecords):
         return removed
 
     def load(self, key: str, digest: str) -> JournalEntry | None:
-        """The record of this call key, or None.
+        """The record of this call key, or None (once this process's own pending write of
+        it has landed).
 
         Raises :class:`JournalConflict` when the key was recorded with other arguments (another
         digest), :class:`VshApprovalError` for a corrupt, forged or foreign (another
@@ -350,6 +435,10 @@ class CommitJournal(SignedRecords):
         (a FIFO or folder in the way, permissions) or holds a record of an older vsh-ai
         for this call. Of the record's two copies the newer is used.
         """
+        wait_for(self.path_for(key))
+        return self._load(key, digest)
+
+    def _load(self, key: str, digest: str) -> JournalEntry | None:
         path = self.path_for(key)
         with self._unavailable("read", signatures=False):
             entry = self._read_record(

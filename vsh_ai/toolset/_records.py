@@ -7,6 +7,8 @@ second run); anything else runs again. See :mod:`vsh_ai.toolset._journal`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from functools import partial
 
 import anyio
@@ -96,12 +98,21 @@ class CallRecords:
         recorded first wins, so every attempt of one call reports the same thing)."""
         if call.key is None or self.journal is None:
             return result
+        if self.journal.promised(call.key, result):
+            # The prepared record already answers a replay with it: the done record is
+            # written in the background (no worker-thread hop on the call's path).
+            with contextlib.suppress(JournalUnavailable):
+                self.journal.finish(
+                    key=call.key, tool_name=call.name, digest=call.digest, result=result, later=True
+                )
+            return result
         finish = partial(
             self.journal.finish,
             key=call.key,
             tool_name=call.name,
             digest=call.digest,
             result=result,
+            committed=self.committed_result,
         )
         # Not recording the outcome costs only a look at VSH's state on a replay (the
         # prepared record stays): the result the agent gets stays true.
@@ -145,19 +156,41 @@ class CallRecords:
             decision_reason=(decision.reason or "") if decision is not None else "",
             hook_id=hook_id,
             attempt=call.attempt,
+            committed=self.committed_result,
         )
         return expected
 
-    async def judging(self, call: CurrentCall | None, transaction: str) -> None:
-        """Record that ``transaction`` went to the judge (nothing can commit yet)."""
+    def judging(self, call: CurrentCall | None, transaction: str) -> Callable[[], object] | None:
+        """The write that records ``transaction`` went to the judge (nothing can commit
+        yet), for a worker thread to run; None without a journal."""
         if call is None or call.key is None or self.journal is None:
-            return
-        mark = partial(
+            return None
+        return partial(
             self.journal.judging,
             key=call.key,
             tool_name=call.name,
             digest=call.digest,
             transaction=transaction,
             attempt=call.attempt,
+            committed=self.committed_result,
         )
-        await anyio.to_thread.run_sync(mark)
+
+    def committed_result(self, entry: JournalEntry) -> VshResult | None:
+        """The result of a prepared record whose transaction VSH reports committed (sync,
+        in a worker thread), else None: the journal never lets that call commit again."""
+        if entry.transaction is None or self.driver is None:
+            return None
+        try:
+            state = self.driver.native.transaction_state(entry.transaction)
+        except vsh.VshRuntimeError:
+            return None
+        if state != "committed":
+            return None
+        if entry.expected is not None and entry.expected.state in ("committed", "read"):
+            return entry.expected
+        outcome = Outcome(
+            "committed",
+            transaction=entry.transaction,
+            feedback="This change was committed by a later approval.",
+        )
+        return render(outcome, self.limits)

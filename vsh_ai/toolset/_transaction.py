@@ -306,12 +306,20 @@ class Transactions:
             if read_only and not self.judge_reads:
                 self.driver.discard(transaction)
                 return self.render(Outcome("read", receipt=receipt, program=request.code))
-            try:
-                await self.records.judging(call, transaction)
-            except BaseException:
-                self.driver.discard(transaction)
-                raise
-            return await self.judge(receipt, call, check, code=request.code, read_only=read_only)
+            mark = self.records.judging(call, transaction)
+
+            def judging() -> None:  # in the prepare's worker thread: one hop for both
+                if mark is None:
+                    return
+                try:
+                    mark()
+                except BaseException:
+                    self.driver.discard(transaction)
+                    raise
+
+            return await self.judge(
+                receipt, call, check, code=request.code, read_only=read_only, before=judging
+            )
         if isinstance(outcome, vsh.VshStaleError):
             return self.stale(receipt=receipt, program=request.code)
         if outcome is receipt and receipt.state == "auto_approved":
@@ -336,16 +344,18 @@ class Transactions:
         *,
         code: str,
         read_only: bool,
+        before: Callable[[], None] | None = None,
     ) -> VshResult:
         """Ask the hook about a previewed (or reopened) transaction, journal the decision,
-        and let VSH resolve it (commit, pending or rejected)."""
+        and let VSH resolve it (commit, pending or rejected). ``before()`` runs in the
+        worker thread that prepares the commit, before it (the journal's judging record)."""
         transaction = receipt.transaction
         expected: list[VshResult] = []
         hook = self.hook
 
         async def before_resolve(
             event: vsh.RequestEvent | None, decision: vsh.HookDecision
-        ) -> None:
+        ) -> Callable[[], None]:
             state = decided_state(receipt.state, decision.verdict, read_only=read_only)
             verdict = (
                 hook.verdict_before(transaction, event, decision)
@@ -362,11 +372,15 @@ class Transactions:
                 decision,
                 event.hook_id if event is not None else "",
             )
-            expected.append(await anyio.to_thread.run_sync(prepare))
+
+            def record() -> None:  # in the resolve's worker thread, just before it
+                expected.append(prepare())
+
+            return record
 
         try:
             resolution = await self.driver.hooked_commit(
-                transaction, host_check=check, before_resolve=before_resolve
+                transaction, host_check=check, before_resolve=before_resolve, before_prepare=before
             )
         except (vsh.VshStaleError, HostChanged):
             self._take_evidence(transaction, pending=False)
