@@ -210,3 +210,52 @@ async def test_a_failed_run_is_a_case_failure_whose_span_names_no_guest_text(
     assert event["attributes"]["exception.type"].endswith("CaseRunError")
     assert "VshExecutionError" in event["attributes"]["exception.message"]
     assert marker not in json.dumps(exporter.exported_spans_as_dict())
+
+
+def test_logfire_flag_sends_the_experiment_to_an_opentelemetry_backend(tmp_path: Path) -> None:
+    """``vsh-ai eval --logfire`` with ``OTEL_EXPORTER_OTLP_ENDPOINT`` (a local receiver):
+    the case and judge spans arrive, readable, and no content of the suite does."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[bytes] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            if self.path == "/v1/traces":
+                bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+            else:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LOGFIRE_", "OTEL_"))},
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "vsh_ai", "eval", "secrets-hygiene", "--logfire"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env=env,
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    sent = b"".join(bodies)
+    assert b"case: {case_name}" in sent
+    assert b"vsh-ai judge {judge_id}" in sent
+    assert b"secrets-hygiene/no_secrets" in sent  # a decided_by, not scrubbed
+    assert SECRET.encode() not in sent
+    suite = load_suite(find_suites(["secrets-hygiene"])[0])
+    for case in suite.cases:
+        assert case.intent is None or case.intent.encode() not in sent
