@@ -489,3 +489,39 @@ def test_token_and_dump_helpers_also_pause_garbage_collection(
     assert _python.code_tokens("x = (\n") is None
     assert seen == [False] * 5
     assert gc.isenabled()
+
+
+RENAMED = (
+    "import app\n\n"
+    "def test_recieve():\n    assert app.get() == 1\n\n"
+    "class TestClinet:\n    def test_call(self):\n        assert app.call() is not None\n"
+)
+
+
+def test_a_test_renamed_with_its_code_unchanged_moved_and_removed_nothing() -> None:
+    after = RENAMED.replace("test_recieve", "test_receive").replace("TestClinet", "TestClient")
+    assert code_changes(RENAMED, after) == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        ("    assert app.get() == 1\n", "    app.get()\n", "assertion_removed"),  # body changed
+        ("def test_recieve():", "def test_receive(tmp_path):", "definition_removed"),
+    ],
+)
+def test_a_renamed_test_whose_code_changed_is_still_compared(old: str, new: str, kind: str) -> None:
+    after = RENAMED.replace(old, new).replace("test_recieve", "test_receive")
+    assert kind in [k for k, _ in kinds(RENAMED, after)]
+
+
+def test_a_rename_out_of_collection_is_still_a_removal() -> None:
+    found = [k for k, _ in kinds(RENAMED, RENAMED.replace("test_recieve", "check_recieve"))]
+    assert "collection" in found
+    assert "definition_removed" in found
+
+
+def test_two_renamed_tests_with_one_body_pair_nothing() -> None:
+    before = "def test_a():\n    assert f()\n\ndef test_b():\n    assert f()\n"
+    after = "def test_c():\n    assert f()\n\ndef test_d():\n    assert f()\n"
+    assert "definition_removed" in [k for k, _ in kinds(before, after)]

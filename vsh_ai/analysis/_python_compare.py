@@ -233,18 +233,23 @@ def _code_changes(before: str | bytes | None, after: str | bytes | None) -> tupl
             seen[(kind, detail, sig)] -= 1
             continue
         facts.append(CodeFact(kind, line, detail, _where(line, lines)))
-    # Definitions.
+    # Definitions: a test renamed with its code unchanged (still collected) moved, not gone.
+    renames: dict[str, str] = {}
+    if before is not None and after is not None and old_facts.error is None:
+        renames = _test_renames(before, after, old_facts.definitions, new_facts.definitions)
+    moved = {name: _moved(name, renames) for name in old_facts.definitions}
+    arrived = {moved[name] for name in old_facts.definitions if moved[name] != name}
     for name, line in old_facts.definitions.items():
-        if name not in new_facts.definitions:
+        if moved[name] not in new_facts.definitions:
             facts.append(CodeFact("definition_removed", line, name, "removed"))
     for name, line in new_facts.definitions.items():
-        if name not in old_facts.definitions:
+        if name not in old_facts.definitions and name not in arrived:
             facts.append(CodeFact("definition_added", line, name, _where(line, lines)))
     if before is not None and after is not None:
         facts.extend(_renamed_out(before, after, old_facts.definitions, new_facts.definitions))
     # Assertions: fewer per function, or paired and weaker.
     for scope, old_checks in old_facts.assertions.items():
-        new_checks = new_facts.assertions.get(scope, ())
+        new_checks = new_facts.assertions.get(_moved(scope, renames), ())
         if len(new_checks) < len(old_checks):
             line = new_facts.definitions.get(scope) or old_checks[0][2]
             facts.append(
@@ -300,6 +305,70 @@ def _bodies(tree: ast.Module, wanted: set[str]) -> dict[str, str]:
             elif not isinstance(child, ast.expr):
                 stack.append((child, scope))
     return found
+
+
+def _shapes(tree: ast.Module, wanted: set[str]) -> dict[str, str]:
+    """Dumps of the definitions named ``wanted`` (qualnames) with their name blanked:
+    decorators, arguments and body, so two are equal only when nothing but the name moved."""
+    found: dict[str, str] = {}
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, scope = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{scope}.{child.name}" if scope else child.name
+                if name in wanted and name not in found:
+                    kept = child.name
+                    child.name = ""
+                    try:
+                        found[name] = ast.dump(child, include_attributes=False)
+                    finally:
+                        child.name = kept
+                stack.append((child, name))
+            elif not isinstance(child, ast.expr):
+                stack.append((child, scope))
+    return found
+
+
+def _test_renames(
+    before: str | bytes, after: str | bytes, old: dict[str, int], new: dict[str, int]
+) -> dict[str, str]:
+    """Old -> new qualname of tests renamed within their scope to another collected test
+    name (``test_recieve`` -> ``test_receive``), decorators, arguments and body unchanged.
+    Each old and new name pairs at most once; an ambiguous body pairs nothing."""
+    removed = [n for n in old if n not in new and _is_test_name(n)]
+    added = [n for n in new if n not in old and _is_test_name(n)]
+    if not removed or not added:
+        return {}
+    try:
+        old_shapes = _shapes(ast.parse(before), set(removed))
+        new_shapes = _shapes(ast.parse(after), set(added))
+    except (SyntaxError, ValueError):
+        return {}
+    by_shape: dict[tuple[str, str], list[str]] = {}
+    for name in added:
+        if name in new_shapes:
+            by_shape.setdefault((name.rpartition(".")[0], new_shapes[name]), []).append(name)
+    olds: dict[tuple[str, str], list[str]] = {}
+    for name in removed:
+        if name in old_shapes:
+            olds.setdefault((name.rpartition(".")[0], old_shapes[name]), []).append(name)
+    renames: dict[str, str] = {}
+    for shape, names in olds.items():
+        targets = by_shape.get(shape, [])
+        if len(names) == 1 and len(targets) == 1:
+            renames[names[0]] = targets[0]
+    return renames
+
+
+def _moved(name: str, renames: dict[str, str]) -> str:
+    """``name`` after ``renames`` (a renamed class moves its methods with it)."""
+    for old, new in renames.items():
+        if name == old:
+            return new
+        if name.startswith(old + "."):
+            return new + name[len(old) :]
+    return name
 
 
 def _renamed_out(

@@ -15,7 +15,9 @@ the changes an allowance could only leave unproven:
 * ``comments``: the file's own comment next to a changed key that warns about the new
   value (names it with what it exposes or forbids: request bodies, headers, PII,
   secrets, "never in production"), or states a capacity it exceeds (``hosts have 8 GB``,
-  ``at most 16``), gets ``action`` with that comment as the reason.
+  ``at most 16``), gets ``action`` with that comment as the reason; so does a comment
+  stating a limit, formula or relation the new value is not proven to keep (``under the
+  database's max_connections (200)``, ``2 × vCPU + 1``, ``below nginx's 60 s``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..analysis._config import (
     parse_config,
 )
 from ..analysis._config_context import comment_warning, key_context
+from ..analysis._config_limits import unkept_limit
 from ..analysis._config_words import canonical_key
 from ..analysis._memo import analysis_of
 from ..analysis._quantities import SIZE_UNITS, in_unit, size_bytes
@@ -172,6 +175,14 @@ class ConfigValues(Rule):
                     out[self.action].append(
                         f"{path}: the file's own comment next to {key} says "
                         f"{warning[:200]!r}; {key} = {short(new)} needs a human's decision."
+                    )
+                    continue
+                stated = unkept_limit(context.comments, key, new)
+                if stated:
+                    out[self.action].append(
+                        f"{path}: the file's own comment next to {key} states a limit "
+                        f"{stated[:200]!r} that {key} = {short(new)} is not proven to keep; "
+                        "a human must decide this value."
                     )
 
     def _line_urls(self, evidence: Evidence, path: str, out: dict[Action, list[str]]) -> None:
