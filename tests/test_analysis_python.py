@@ -15,6 +15,7 @@ from vsh_ai.analysis._python import (
     is_tooling_code,
     line_diff,
 )
+from vsh_ai.analysis._python_names import in_flat_package
 
 
 def kinds(before: str | None, after: str | None) -> list[tuple[str, str]]:
@@ -525,3 +526,26 @@ def test_two_renamed_tests_with_one_body_pair_nothing() -> None:
     before = "def test_a():\n    assert f()\n\ndef test_b():\n    assert f()\n"
     after = "def test_c():\n    assert f()\n\ndef test_d():\n    assert f()\n"
     assert "definition_removed" in [k for k, _ in kinds(before, after)]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("slugify/core.py", True),
+        ("mypkg/sub/util.py", True),
+        ("slugify/__init__.py", True),
+        ("core.py", False),  # a root module: the judges name it with "*.py"
+        ("scripts/release.py", False),
+        ("docs/conf.py", False),
+        ("tools/gen.py", False),
+        ("build/lib/pkg/core.py", False),
+        (".github/scripts/check.py", False),
+        ("my-data/load.py", False),  # not importable
+        ("_vendor/six.py", False),
+        ("pkg/conftest.py", False),  # run by pytest
+        ("pkg/setup.py", False),
+        ("pkg/data.json", False),
+    ],
+)
+def test_in_flat_package(path: str, expected: bool) -> None:
+    assert in_flat_package(path) is expected

@@ -15,6 +15,7 @@ __all__ = (
     "CALL_CATEGORIES",
     "FLAGGED_FACTS",
     "FactKind",
+    "in_flat_package",
     "is_python_source",
     "is_tooling_code",
 )
@@ -243,6 +244,68 @@ def is_tooling_code(path: str) -> bool:
     if len(parts) >= 3 and parts[0] == ".github" and parts[1] in ("workflows", "actions"):
         return True
     return parts[0] in (".circleci", ".gitlab-ci.yml", ".buildkite") or name == ".gitlab-ci.yml"
+
+
+# Root folders that hold no importable package: scripts, docs, tooling, CI, build output,
+# environments, data, examples and benchmarks.
+_NOT_PACKAGES = frozenset(
+    [
+        "scripts",
+        "script",
+        "bin",
+        "tools",
+        "tool",
+        "tooling",
+        "ci",
+        "build",
+        "dist",
+        "docs",
+        "doc",
+        "documentation",
+        "sphinx",
+        "site",
+        "examples",
+        "example",
+        "samples",
+        "sample",
+        "benchmarks",
+        "benchmark",
+        "bench",
+        "data",
+        "datasets",
+        "fixtures",
+        "migrations",
+        "alembic",
+        "notebooks",
+        "venv",
+        "env",
+        "node_modules",
+        "site_packages",
+        "vendor",
+        "third_party",
+        "debian",
+        "packaging",
+        "deploy",
+        "deployment",
+        "infra",
+        "ops",
+    ]
+)
+
+
+def in_flat_package(path: str) -> bool:
+    """True for a module of a package folder at the repository root (a flat layout:
+    ``slugify/core.py``, ``mypkg/sub/util.py``): every folder an importable name (an
+    identifier, not private, not hidden), the top one no folder of scripts, docs, tooling,
+    CI, build output, environments or data, and the file a ``.py`` module that no build,
+    test or CI tool runs (:func:`is_tooling_code`)."""
+    parts = path.split("/")
+    if len(parts) < 2 or not parts[-1].endswith(".py") or not parts[-1][:-3].isidentifier():
+        return False
+    folders = parts[:-1]
+    if any(not f.isidentifier() or f.startswith("_") for f in folders):
+        return False
+    return folders[0].lower() not in _NOT_PACKAGES and not is_tooling_code(path)
 
 
 def is_python_source(path: str, data: bytes | None = None) -> bool:

@@ -27,6 +27,7 @@ from ..analysis._python import (
     is_python_source,
     is_tooling_code,
 )
+from ..analysis._python_names import in_flat_package
 from ._base import Action, Allowance, Claim, GlobFields, Rule, net_changes
 from ._glob import check_globs, matching
 from ._intent import claimed_scope
@@ -165,13 +166,20 @@ class AllowPythonDocs(Allowance):
     paths: tuple[str, ...] = Field(
         default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
     )
+    flat_packages: bool = Field(
+        default=False,
+        description="Also claim modules of package folders at the repository root (flat "
+        "layouts: slugify/core.py), never scripts, docs, tooling, CI, build or data folders.",
+    )
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(lambda globs: check_globs(globs))
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         path = change.path
-        if matching(self.paths, path, ignore_case=True) is None:
+        if matching(self.paths, path, ignore_case=True) is None and not (
+            self.flat_packages and in_flat_package(path)
+        ):
             return None
         if change.kind != "modify":
             return Claim(

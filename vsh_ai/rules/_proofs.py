@@ -25,7 +25,7 @@ from .._evidence import Evidence, is_binary
 from ..analysis._python_annotations import Proof, annotation_only
 from ..analysis._python_bandit import bandit_findings
 from ..analysis._python_compare import line_diff
-from ..analysis._python_names import is_tooling_code
+from ..analysis._python_names import in_flat_package, is_tooling_code
 from ..analysis._python_proofs import test_additions, version_bump
 from ..analysis._python_refactor import local_variable_refactor
 from ._base import Allowance, Claim, GlobFields
@@ -62,6 +62,11 @@ class _PythonProof(Allowance):
     paths: tuple[str, ...] = Field(
         default=("**/*.py",), description="Root-anchored globs of the Python files claimed."
     )
+    flat_packages: bool = Field(
+        default=False,
+        description="Also claim modules of package folders at the repository root (flat "
+        "layouts: slugify/core.py), never scripts, docs, tooling, CI, build or data folders.",
+    )
     description: str = Field(default="", description="What this allowance is for.")
     _what: ClassVar[str] = ""
     _creates: ClassVar[bool] = False
@@ -76,7 +81,9 @@ class _PythonProof(Allowance):
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
         path = change.path
-        if matching(self.paths, path, ignore_case=True) is None:
+        if matching(self.paths, path, ignore_case=True) is None and not (
+            self.flat_packages and in_flat_package(path)
+        ):
             return None
         allowed = ("modify", "create") if self._creates else ("modify",)
         if change.kind not in allowed:
