@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
 import pytest
@@ -368,28 +368,37 @@ async def test_foreign_host_headers_get_nothing(make_workspace: Callable[..., Pa
     await nothing_recorded(toolset, requests)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1"])
-def test_non_loopback_bind_is_refused_without_allow_remote(tmp_path: Path, host: str) -> None:
-    (tmp_path / "ws").mkdir()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vsh_ai",
-            "inbox",
-            str(tmp_path / "ws"),
-            "--host",
-            host,
-            "--port",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode != 0
-    assert "--allow-remote" in done.stderr + done.stdout
-    assert "Open http" not in done.stdout
+def refused_starts(tmp_path: Path, variants: dict[str, list[str]]) -> dict[str, str]:
+    """Run ``vsh-ai inbox`` once per variant (extra arguments), all at once; each must
+    exit non-zero without serving. Returns what each printed."""
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "vsh_ai", "inbox", str(tmp_path / "ws"), "--port", "0"]
+    started = {
+        label: subprocess.Popen(
+            [*command, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for label, extra in variants.items()
+    }
+    said: dict[str, str] = {}
+    try:
+        for label, process in started.items():
+            output, _ = process.communicate(timeout=60)
+            assert process.returncode != 0, (label, output)
+            assert "vsh-ai inbox for" not in output, label
+            said[label] = output
+    finally:
+        for process in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return said
+
+
+def test_non_loopback_bind_is_refused_without_allow_remote(tmp_path: Path) -> None:
+    hosts = ("0.0.0.0", "::", "192.0.2.1")
+    said = refused_starts(tmp_path, {host: ["--host", host] for host in hosts})
+    for host, output in said.items():
+        assert "--allow-remote" in output, (host, output)
 
 
 # --- decisions bound to what the page showed --------------------------------------------
@@ -836,31 +845,22 @@ async def test_logout_needs_the_csrf_token(
         assert http.get("/").status == 200  # still logged in
 
 
-@pytest.mark.parametrize(
-    "lines",
-    [
-        "short bob\n",
-        "a" * 24 + " bob\n" + "a" * 24 + " carol\n",
-        "b" * 24 + " b\u202eob\n",
-        "c" * 24 + " bob\u2028carol\n",
-        "d" * 24 + "\n",
-    ],
-    ids=["short", "duplicate", "bidi-principal", "separator-principal", "no-principal"],
-)
-def test_weak_or_ambiguous_tokens_files_are_refused(tmp_path: Path, lines: str) -> None:
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "tokens").write_text(lines)
-    command = [sys.executable, "-m", "vsh_ai", "inbox", str(tmp_path / "ws"), "--port", "0"]
-    done = subprocess.run(
-        [*command, "--tokens-file", str(tmp_path / "tokens")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode != 0, done.stdout
-    said = done.stdout + done.stderr
-    assert "tokens:" in said
-    assert "vsh-ai inbox for" not in said
+TOKENS_FILES = {
+    "short": "short bob\n",
+    "duplicate": "a" * 24 + " bob\n" + "a" * 24 + " carol\n",
+    "bidi-principal": "b" * 24 + " b\u202eob\n",
+    "separator-principal": "c" * 24 + " bob\u2028carol\n",
+    "no-principal": "d" * 24 + "\n",
+}
+
+
+def test_weak_or_ambiguous_tokens_files_are_refused(tmp_path: Path) -> None:
+    variants = {}
+    for label, lines in TOKENS_FILES.items():
+        (tmp_path / label).write_text(lines)
+        variants[label] = ["--tokens-file", str(tmp_path / label)]
+    for label, output in refused_starts(tmp_path, variants).items():
+        assert f"{label}:" in output, (label, output)  # names the file and line
 
 
 async def test_racing_approve_and_deny_record_one_decision(
@@ -893,3 +893,29 @@ async def test_racing_approve_and_deny_record_one_decision(
     assert sorted(statuses.values()) == [303] + [409] * 5, statuses
     results = await toolset.decisions(requests)
     assert (results.approvals["edit-1"] is True) == (forms[winners[0]]["decision"] == "approve")
+
+
+async def test_reflected_input_is_escaped_and_redirects_stay_home(
+    make_workspace: Callable[..., Path],
+) -> None:
+    workspace, _, _ = await pending(make_workspace)
+    payload = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+    with serving([workspace]) as (server, token):
+        anonymous = Http(server.url)
+        for path in (
+            f"/login?token={quote(payload)}",
+            f"/login?next={quote(payload)}",
+            f"/item/{quote(payload)}",
+            f"/{quote(payload)}",
+        ):
+            reply = anonymous.get(path)
+            assert "<script" not in reply.body.lower(), path
+            assert "<img" not in reply.body.lower(), path
+        http = logged_in(server.url, token)
+        assert "<script" not in http.get(f"/item/0-{quote(payload)}").body.lower()
+        for name in ("next", "return_to", "redirect", "url"):
+            target = quote("http://evil.test/")
+            reply = Http(server.url).request("POST", f"/login?{name}={target}", {"token": token})
+            assert reply.status == 303
+            assert reply.headers["location"].startswith("/"), reply.headers["location"]
+            assert not reply.headers["location"].startswith("//")
