@@ -919,3 +919,39 @@ async def test_reflected_input_is_escaped_and_redirects_stay_home(
             assert reply.status == 303
             assert reply.headers["location"].startswith("/"), reply.headers["location"]
             assert not reply.headers["location"].startswith("//")
+
+
+SECRET_SHAPES = {
+    "file-name": ({}, f"vsh_write('/workspace/{GITHUB}.txt', 'x')\n"),
+    "deleted-lines": (
+        {"creds.ini": f"token = {GITHUB}\nid = {AWS_KEY}\n{PRIVATE_KEY}"},
+        "vsh_remove('/workspace/creds.ini')\n",
+    ),
+    "replaced-lines": (
+        {"creds.ini": f"token = {GITHUB}\nid = {AWS_KEY}\n"},
+        "vsh_write('/workspace/creds.ini', 'token = none\\n')\n",
+    ),
+    "printed": ({}, f"print('{GITHUB}', '{AWS_KEY}')\nvsh_write('/workspace/n.txt', 'x')\n"),
+    "bare-line": ({}, f"vsh_write('/workspace/n.txt', '{GITHUB}\\n{AWS_KEY}\\n')\n"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SECRET_SHAPES))
+async def test_secrets_in_names_removed_lines_and_output_stay_hidden(
+    make_workspace: Callable[..., Path], shape: str
+) -> None:
+    files, code = SECRET_SHAPES[shape]
+    call = ToolCallPart("vsh_run", {"code": code, "intent": "tidy"}, tool_call_id="s")
+    workspace, toolset, requests = await pending(make_workspace, [call], **files)
+    before = snapshot_tree(workspace)
+    with serving([workspace]) as (server, token):
+        http = logged_in(server.url, token)
+        [link] = links(http)
+        page = http.get(link)
+        assert page.status == 200
+        assert 'id="changes"' in page.body
+        for reply in (http.get("/"), page, http.get(f"{link}?page=2")):
+            for secret in (GITHUB, AWS_KEY, PEM_BODY[:24]):
+                assert secret not in reply.body, (shape, secret[:6])
+    await nothing_recorded(toolset, requests)
+    assert snapshot_tree(workspace) == before
