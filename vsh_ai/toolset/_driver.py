@@ -174,10 +174,11 @@ class WorkspaceDriver:
 
         def prepare() -> vsh.CommitPreparation:
             if before_prepare is not None:
-                before_prepare()
-            return native.prepare_commit(transaction)
+                before_prepare()  # outside the lock: other calls' VSH work goes on
+            with self._lock:
+                return native.prepare_commit(transaction)
 
-        preparation = await native_call(self._locked(prepare), on_cancel=native.fail_hook)
+        preparation = await native_call(prepare, on_cancel=native.fail_hook)
         event = preparation.event
         if event is None or self.handler is None:
             decision = vsh.HookDecision.follow_policy()
@@ -220,10 +221,11 @@ class WorkspaceDriver:
 
             def resolve() -> vsh.CommitResolution:
                 if step is not None:
-                    step()
-                return native._resolve_commit(preparation, decision, now, token)
+                    step()  # outside the lock, as above
+                with self._lock:
+                    return native._resolve_commit(preparation, decision, now, token)
 
-            resolution = await native_call(self._locked(resolve), token)
+            resolution = await native_call(resolve, token)
         except BaseException:
             if not token.commit_entered:
                 await native_call(lambda: native.fail_hook(preparation))
