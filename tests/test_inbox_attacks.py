@@ -132,12 +132,6 @@ async def test_failed_logins_are_throttled_even_for_the_right_token(
         assert not right.cookies
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the throttle (and the failed-login log line) takes the client address from "
-    "X-Forwarded-For, which any local client may send: a new forged address per try "
-    "gets 10 more guesses a minute each, and the log names the forged address",
-)
 async def test_a_forwarded_for_header_does_not_reset_the_throttle(
     make_workspace: Callable[..., Path],
 ) -> None:
@@ -608,12 +602,6 @@ async def test_hostile_intent_and_file_name_are_shown_as_inert_text(
 BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bidi controls (U+202E, U+2066) in file names (title, summary, change list, diff "
-    "header, list page) and in the intent reach the approver's page raw: "
-    "'invoice\u202etxt.exe' is shown as 'invoiceexe.txt'",
-)
 @pytest.mark.parametrize("where", ["name", "intent"])
 async def test_bidi_controls_in_names_and_intent_are_not_rendered_raw(
     make_workspace: Callable[..., Path], where: str
@@ -631,11 +619,6 @@ async def test_bidi_controls_in_names_and_intent_are_not_rendered_raw(
             assert not BIDI.search(reply.body)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bidi controls inside changed lines (Trojan Source, CVE-2021-42574) reach the "
-    "diff view raw, so a line can read differently from the code it holds",
-)
 async def test_bidi_controls_in_diff_lines_are_made_visible(
     make_workspace: Callable[..., Path],
 ) -> None:
@@ -828,11 +811,6 @@ async def test_logout_needs_this_origin(make_workspace: Callable[..., Path]) -> 
         assert http.get("/").status == 200  # still logged in
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="POST /logout from the inbox's own origin logs out without the session's CSRF "
-    "token (missing or wrong), though the README says log out must carry it",
-)
 @pytest.mark.parametrize("csrf", [None, "wrong"], ids=["missing", "wrong"])
 async def test_logout_needs_the_csrf_token(
     make_workspace: Callable[..., Path], csrf: str | None

@@ -29,6 +29,7 @@ from ..toolset._signing import VshApprovalError
 from ._auth import SESSION_COOKIE, LoginThrottle, Session, Sessions, Tokens, log, same_origin
 from ._diff_view import diff_page, pygments_css
 from ._items import InboxItem, WorkspaceInbox, item_key
+from ._visible import visible
 
 if TYPE_CHECKING:
     from ._dbos_items import DbosInbox
@@ -90,6 +91,7 @@ def create_app(config: InboxConfig) -> Starlette:
         loader=jinja2.PackageLoader("vsh_ai.inbox", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=visible,  # bidi and invisible characters shown as ⟨U+XXXX⟩ everywhere
     )
     env.filters["duration"] = _duration
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
@@ -163,7 +165,10 @@ def create_app(config: InboxConfig) -> Starlette:
             return refused(request, "This form must be sent from the inbox's own page.", 403)
         session = session_of(request)
         form = await request.form()
-        if session is not None and session.csrf_ok(_text(form.get("csrf"))):
+        if session is not None:
+            if not session.csrf_ok(_text(form.get("csrf"))):
+                log.warning("refused logout of %s: missing or wrong CSRF token", session.principal)
+                return refused(request, "The form's CSRF token is missing or wrong; reload.", 403)
             config.sessions.drop(session.id)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")

@@ -19,6 +19,8 @@ from pygments.lexer import Lexer  # type: ignore[import-untyped,unused-ignore]
 from pygments.lexers import TextLexer, get_lexer_for_filename  # type: ignore[import-untyped,unused-ignore]
 from pygments.util import ClassNotFound  # type: ignore[import-untyped,unused-ignore]
 
+from ._visible import has_hidden
+
 __all__ = ("PAGE_ROWS", "DiffPage", "DiffRow", "diff_page", "diff_rows", "pygments_css")
 
 PAGE_ROWS = 400
@@ -114,7 +116,19 @@ def _highlighted(rows: list[DiffRow]) -> list[Markup]:
             out[position] = (
                 Markup(html[offset]) if offset < len(html) else escape(rows[position].text)
             )
-    return [m if m is not None else Markup("") for m in out]
+    return [_marked(rows[p], m if m is not None else Markup("")) for p, m in enumerate(out)]
+
+
+_HIDDEN_MARK = Markup(
+    '<span class="hidden-chars" title="this line holds bidi or invisible characters, shown '
+    'as ⟨U+XXXX⟩: it may read differently in an editor">⚠ hidden characters</span> '
+)
+
+
+def _marked(row: DiffRow, html: Markup) -> Markup:
+    """``html`` headed by a warning when the row holds a bidi or invisible character (the
+    page's ``finalize`` then writes each one as ``⟨U+XXXX⟩``)."""
+    return _HIDDEN_MARK + html if has_hidden(row.text) else html
 
 
 def _lexer(name: str) -> Lexer:

@@ -23,7 +23,11 @@ class InboxServer:
         self.socket.listen(128)  # connections queue until uvicorn accepts them
         self.host = host
         self.port: int = self.socket.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        # proxy_headers=False: the client address (login throttle, logs) is the socket's
+        # peer; any local client can write X-Forwarded-For, so it is never trusted.
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", proxy_headers=False
+        )
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
