@@ -447,12 +447,6 @@ async def test_an_approval_cannot_be_replayed_after_a_denial(
     assert snapshot_tree(workspace) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="toolset resume ignores the approval's metadata transaction: the inbox's "
-    "approval of transaction T1 (a->b), resumed on a later run whose call reuses the id "
-    "with other content (T2, a->EVIL), commits T2, which no one approved",
-)
 async def test_an_approval_does_not_carry_over_to_a_rerun_of_the_same_call(
     make_workspace: Callable[..., Path],
 ) -> None:

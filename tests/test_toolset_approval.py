@@ -136,13 +136,25 @@ async def test_deferred_round_trip_resumes_in_a_new_toolset(
     assert meta["risk_flags"] == ["mutation"]
     transaction = meta["transaction"]
 
-    # A brand-new toolset (as in a new process) resumes; a forged transaction id is ignored.
+    # An approval naming another transaction (forged, or another run's) commits nothing.
+    forged: list[ToolReturnPart] = []
+    await deferred_agent(workspace, forged).run(
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(
+            approvals={pending.tool_call_id: True},
+            metadata={pending.tool_call_id: {"principal": "alice", "transaction": "f" * 64}},
+        ),
+    )
+    assert forged[0].content.state == "stale"
+    assert snapshot_tree(workspace) == ORIGINAL
+
+    # A brand-new toolset (as in a new process) resumes the approval of its transaction.
     seen: list[ToolReturnPart] = []
     resumed = await deferred_agent(workspace, seen).run(
         message_history=history,
         deferred_tool_results=DeferredToolResults(
             approvals={pending.tool_call_id: True},
-            metadata={pending.tool_call_id: {"principal": "alice", "transaction": "f" * 64}},
+            metadata={pending.tool_call_id: {"principal": "alice", "transaction": transaction}},
         ),
     )
     assert resumed.output == "reported"
@@ -356,6 +368,47 @@ async def test_a_reused_tool_call_id_cannot_redirect_an_outstanding_approval(
     )
     assert seen[0].content.state == "stale"
     assert snapshot_tree(workspace) == {"app.toml": b"port = 8080\n# hand edit\n"}
+
+
+async def test_an_approval_does_not_commit_a_rerun_that_reuses_the_call_id(
+    make_workspace: Callable[..., Path],
+) -> None:
+    """The app approves the first run's request (its metadata names T1, 8080 -> 9090) but
+    resumes a later run whose call reuses the id with other content (T2, 8080 -> 6666):
+    the approval names T1, so T2 is refused as stale and nothing commits."""
+    workspace = make_workspace(APP)
+    requests, _ = await request_approval(workspace)
+    call_id = requests.approvals[0].tool_call_id
+    evil = ToolCallPart(PATCH.tool_name, {**PATCH.args_as_dict(), "new": "6666"}, call_id)
+    seen: list[ToolReturnPart] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            return ModelResponse(parts=[evil])
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        seen.extend(p for p in last.parts if isinstance(p, ToolReturnPart))
+        return ModelResponse(parts=[TextPart("reported")])
+
+    toolset = VshToolset(workspace, policy="strict", approval="deferred")
+    agent = Agent(
+        FunctionModel(respond), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    )
+    rerun = await agent.run("change the port")
+    assert isinstance(rerun.output, DeferredToolRequests)
+    first, second = requests.metadata[call_id], rerun.output.metadata[call_id]
+    assert first["transaction"] != second["transaction"]
+    await agent.run(
+        message_history=rerun.all_messages(),
+        deferred_tool_results=DeferredToolResults(
+            approvals={call_id: True}, metadata={call_id: {**first, "principal": "alice"}}
+        ),
+    )
+    [answer] = seen
+    assert answer.content.state == "stale"
+    assert first["transaction"] in (answer.content.feedback or "")
+    assert snapshot_tree(workspace) == ORIGINAL
+    assert toolset.native.transaction_state(second["transaction"]) != "committed"
 
 
 async def test_an_approval_after_approval_ttl_commits_nothing(

@@ -57,6 +57,7 @@ __all__ = (
     "EndState",
     "InboxDecision",
     "args_digest",
+    "binding_digest",
     "conversation_digest",
     "response_digest",
     "shown_digest",
@@ -206,6 +207,22 @@ class ApprovalBinding(BaseModel):
             if getattr(self, name) == ApprovalBinding.model_fields[name].default
         }
         return self.model_dump_json(exclude={"mac", *defaults}).encode()
+
+
+def binding_digest(binding: ApprovalBinding) -> str:
+    """Which binding a decision is for (workspace, call id, arguments, conversation and
+    transaction): stable across writes, unlike :func:`shown_digest`. A resume whose
+    approval names another binding is refused (``DeferredFlow.resume``)."""
+    named = "\0".join(
+        (
+            binding.workspace_id,
+            binding.tool_call_id,
+            binding.args_digest,
+            binding.conversation,
+            binding.transaction,
+        )
+    )
+    return hashlib.sha256(named.encode()).hexdigest()[:32]
 
 
 def shown_digest(binding: ApprovalBinding) -> str:

@@ -7,7 +7,9 @@ body of ``VshToolset.decisions``) reads them back for the calls of a
 approval carries the approver as its ``principal``, a denial is
 :func:`~vsh_ai.toolset._principal.denial` with the approver's reason. The resume then
 commits exactly the transaction the approver saw (the binding names it), or reports it
-stale.
+stale. Each approval's metadata names its ``transaction`` and ``binding``
+(:func:`~vsh_ai.toolset._bindings.binding_digest`): a resume whose call is bound to another
+transaction (e.g. a later run reusing the call id with other content) refuses it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import anyio
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from ._bindings import ApprovalBinding, ApprovalStore
+from ._bindings import ApprovalBinding, ApprovalStore, binding_digest
 from ._driver import now_ms
 from ._principal import denial
 
@@ -83,6 +85,7 @@ def _answers(
             metadata[call_id] = {
                 "principal": principal,
                 "transaction": binding.transaction,
+                "binding": binding_digest(binding),
                 "decided_unix_ms": binding.decision_unix_ms,
             }
         else:

@@ -21,6 +21,7 @@ from ._bindings import (
     ApproverDetail,
     EndState,
     args_digest,
+    binding_digest,
     conversation_digest,
     response_digest,
 )
@@ -234,6 +235,18 @@ class DeferredFlow:
         except InvalidPrincipal as error:
             raise VshApprovalError(str(error)) from None
         with open_span("vsh-ai approve", tool=name) as span:
+            other = _names_another(binding, metadata)
+            if other is not None:
+                result = self.tx.stale(
+                    f"This approval was given for {other}, not for the change this call holds "
+                    f"now (transaction {binding.transaction}), so nothing was committed. Read "
+                    "the files again and submit the change again if it is still wanted.",
+                    changes=binding.changes,
+                    changes_omitted=binding.changes_omitted,
+                    transaction=binding.transaction,
+                )
+                span.set_attributes(span_attributes(result))
+                return result
             binding = await self.settle(binding)
             if binding.end_state != "pending":
                 result = self.ended(binding)
@@ -330,6 +343,25 @@ class DeferredFlow:
             await anyio.sleep(0.05)
             state = await self.driver.state(transaction)
         return state
+
+
+def _names_another(binding: ApprovalBinding, metadata: object) -> str | None:
+    """What an approval's metadata names when that is not ``binding`` (its
+    ``transaction`` or, from ``VshToolset.decisions``, its ``binding`` digest), else None.
+
+    Approval binds to the transaction the person saw: a call id reused by a later run
+    (other content, another transaction) must not inherit an earlier approval. Metadata
+    naming neither (a hand-written ``{'principal': ...}``) approves the call as bound.
+    """
+    if not isinstance(metadata, dict):
+        return None
+    transaction = metadata.get("transaction")
+    if transaction is not None and transaction != binding.transaction:
+        return f"transaction {str(transaction)[:80]!r}"
+    digest = metadata.get("binding")
+    if digest is not None and digest != binding_digest(binding):
+        return f"another binding of call {binding.tool_call_id!r} ({str(digest)[:40]!r})"
+    return None
 
 
 def _denial_of(part: ToolReturnPart) -> tuple[str, str]:
