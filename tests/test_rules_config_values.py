@@ -240,6 +240,65 @@ async def test_a_new_timeout_key_needs_only_its_absolute_bounds(evidence_for) ->
     assert decide([rule], added)[0] == "approve"
 
 
+UNLIMITED = '[coordinator]\nmax-concurrent-queries = 0\nquery-timeout = "0s"\nretries = 0\n'
+ZERO_IS_NO_LIMIT = AllowConfig(
+    paths=("config/**",),
+    may_change={
+        "**.max_concurrent_*": KeyConstraint(
+            type="integer", min=1, max=1000, factor=8, zero_unlimited=True
+        ),
+        "**.*timeout": KeyConstraint(
+            type="duration", min="1s", max="1h", factor=16, step=60, zero_unlimited=True
+        ),
+        "**.retries": KeyConstraint(type="integer", min=1, max=10, factor=8),
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision", "reason"),
+    [
+        ("max-concurrent-queries = 0", "max-concurrent-queries = 32", "approve", ""),
+        ("max-concurrent-queries = 0", "max-concurrent-queries = 5000", "review", "above 1000"),
+        ('query-timeout = "0s"', 'query-timeout = "30m"', "approve", ""),  # past `step` too
+        ('query-timeout = "0s"', 'query-timeout = "2h"', "review", "above 1h"),
+        ('query-timeout = "0s"', "query-timeout = 60", "review", "spelled"),
+        ("retries = 0", "retries = 3", "review", "no factor"),  # 0 here is no retries
+    ],
+)
+async def test_zero_as_no_limit_may_become_any_bounded_value(
+    evidence_for, old, new, decision, reason
+) -> None:
+    evidence = await evidence_for(
+        {"config/app.toml": UNLIMITED}, patch("config/app.toml", old, new)
+    )
+    got = decide([ZERO_IS_NO_LIMIT], evidence)
+    assert got[0] == decision, got
+    assert reason in got[2]
+
+
+async def test_lifting_a_limit_to_zero_stays_unproven(evidence_for) -> None:
+    text = '[coordinator]\nmax-concurrent-queries = 32\nquery-timeout = "60s"\n'
+    for old, new in (
+        ("max-concurrent-queries = 32", "max-concurrent-queries = 0"),
+        ('query-timeout = "60s"', 'query-timeout = "0s"'),
+    ):
+        evidence = await evidence_for({"config/app.toml": text}, patch("config/app.toml", old, new))
+        got = decide([ZERO_IS_NO_LIMIT], evidence)
+        assert got[:2] == ("review", "rules/unproven"), got
+
+
+def test_zero_unlimited_needs_a_minimum_above_zero() -> None:
+    for bad in (
+        {"type": "integer", "min": 0, "max": 10},
+        {"type": "integer", "max": 10},
+        {"type": "string"},
+    ):
+        with pytest.raises(ValueError, match="zero_unlimited applies"):
+            KeyConstraint(zero_unlimited=True, **bad)
+    assert "0 is no limit" in KeyConstraint(type="integer", min=1, zero_unlimited=True).describe()
+
+
 @pytest.mark.parametrize(
     ("path", "text", "old", "new"),
     [

@@ -341,6 +341,8 @@ def _relative_problem(
         return None
     if old is missing:
         return "has no current value to compare with (the bound is relative to it)"
+    if old == 0 and constraint.zero_unlimited and value != 0:
+        return None  # no limit -> a bounded one (min/max already hold): a tightening
     kind = constraint.type
     if constraint.step is not None and abs(value - old) > constraint.step:
         return (

@@ -58,7 +58,10 @@ class KeyConstraint(BaseModel):
     strings: a version, ``name@v1.2`` or ``1.2.3``, whose name stays and whose version
     only moves that way; a value that is not such a version is not claimed);
     ``only_to`` restricts booleans to one value; ``may_add``/``may_remove`` allow the key
-    (or list items) to appear or disappear.
+    (or list items) to appear or disappear. ``zero_unlimited`` says a current value of 0
+    means "no limit" for this key (a timeout that never fires, an unbounded connection
+    count): a finite value within ``min``/``max`` tightens it, so the relative bound does
+    not apply to it (N -> 0, lifting the limit, still has to pass ``min``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,6 +84,10 @@ class KeyConstraint(BaseModel):
     only_to: bool | None = Field(default=None, description="Booleans may only become this.")
     may_add: bool = False
     may_remove: bool = False
+    zero_unlimited: bool = Field(
+        default=False,
+        description="A current value of 0 means no limit: any value within min/max tightens it.",
+    )
     items: KeyConstraint | None = Field(
         default=None, description="list: what each added item must be (else any item)."
     )
@@ -131,6 +138,11 @@ class KeyConstraint(BaseModel):
             raise ValueError("factor/step apply to integer, number, duration or size")
         if self.unit is not None and self.type not in ("duration", "size"):
             raise ValueError("unit applies to duration and size")
+        if self.zero_unlimited and (self.type not in _NUMERIC or self.min is None or self.min <= 0):
+            raise ValueError(
+                "zero_unlimited applies to integer, number, duration or size keys with a "
+                "min above 0 (so lifting the limit, N -> 0, is never within bounds)"
+            )
         if self.direction is not None and self.type not in (*_NUMERIC, "string"):
             raise ValueError(
                 "direction applies to numbers or (version) strings; for booleans use "
@@ -172,6 +184,8 @@ class KeyConstraint(BaseModel):
             parts.append(f"at most {_num(self.factor)}x up or down from the current value")
         if self.step is not None:
             parts.append(f"at most {quantity(self.step, self.type)} from the current value")
+        if self.zero_unlimited:
+            parts.append("(0 is no limit: any bounded value may replace it)")
         if self.enum is not None:
             parts.append("one of " + ", ".join(short(v) for v in self.allowed or ()))
         if self.pattern is not None:
