@@ -590,6 +590,58 @@ async def test_matrix_include_gains_a_python_version(evidence_for: Build) -> Non
     assert new_value.decision == "review", new_value.reason
 
 
+TOX = """\
+name: Tests
+on: [push, pull_request]
+permissions:
+  contents: read
+jobs:
+  tests:
+    runs-on: ${{ matrix.os || 'ubuntu-latest' }}
+    strategy:
+      matrix:
+        include:
+          - {python: '3.12', tox: py312}
+          - {python: '3.12', os: windows-latest, tox: py312}
+    steps:
+      - uses: actions/checkout@v4
+      - run: tox run -e ${{ matrix.tox }}
+"""
+ENTRY = "          - {python: '3.12', tox: py312}\n"
+
+
+@pytest.mark.parametrize(
+    ("added", "decision", "reason"),
+    [
+        ("{python: '3.13', tox: py313}", "approve", ""),
+        ("{python: '3.12', os: macos-14, tox: py312}", "approve", ""),  # known Python, new runner
+        ("{python: '3.12', tox: py-min}", "approve", ""),  # known Python, new tox env
+        ("{python: '3.12', tox: py312}", "review", "nothing new"),  # a duplicate
+        ("{python: '3.13', os: self-hosted, tox: py313}", "review", "not used before"),
+        ("{python: '3.13', tox: py313, image: 'alpine'}", "review", "no existing entry has"),
+        ("{python: '3.13', tox: 'py313 $(id)'}", "review", "not used before"),
+        ("{python: '3.13', tox: '${{ github.head_ref }}'}", "review", "not used before"),
+    ],
+)
+async def test_include_entries_may_add_test_environments_and_hosted_runners(
+    evidence_for: Build, added: str, decision: str, reason: str
+) -> None:
+    ok, why = await claim(evidence_for, patch(ENTRY, f"{ENTRY}          - {added}\n"), TOX)
+    assert ok == (decision == "approve"), why
+    assert reason in why
+
+
+async def test_a_new_value_that_picks_the_runner_is_not_a_test_environment(
+    evidence_for: Build,
+) -> None:
+    steered = TOX.replace("${{ matrix.os || 'ubuntu-latest' }}", "${{ matrix['tox'] }}")
+    ok, why = await claim(
+        evidence_for, patch(ENTRY, f"{ENTRY}          - {{python: '3.13', tox: py313}}\n"), steered
+    )
+    assert not ok
+    assert "not used before" in why
+
+
 async def test_dropped_pythons_floats_and_opaque_comments_are_not_claimed(
     evidence_for: Build,
 ) -> None:

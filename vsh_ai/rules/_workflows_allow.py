@@ -37,6 +37,7 @@ from ._base import Allowance, Claim, GlobFields
 from ._glob import matching
 from ._paths import validate_globs
 from ._workflows import WORKFLOW_FILES
+from ._workflows_matrix import new_value_problem
 from ._workflows_more import cache_home
 
 __all__ = ("AllowWorkflowEdits",)
@@ -184,6 +185,7 @@ class _Compare:
         self.old_pins = old_pins
         self.problems: list[str] = []
         self.proven: list[str] = []
+        self.job_after: Mapping[str, Any] = {}  # the job whose matrix is compared
 
     def _problem(self, where: str, what: str) -> None:
         self.problems.append(f"{where} {what}")
@@ -211,6 +213,7 @@ class _Compare:
         if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
             self._same(before, after, f"jobs.{jid}")
             return
+        self.job_after = after
         for key in before.keys() | after.keys():
             where = f"jobs.{jid}.{key}"
             if key == "steps":
@@ -290,22 +293,28 @@ class _Compare:
                 self._problem(where, f"adds {str(entry)[:60]!r}, not one new Python version")
                 return
             version = entry[keys[0]]
-            if not (isinstance(version, str) and _PYTHON.fullmatch(version)) or version in versions:
-                self._problem(where, f"adds {version!r}, not a new Python version string")
+            if not (isinstance(version, str) and _PYTHON.fullmatch(version)):
+                self._problem(where, f"adds {version!r}, not a Python version string")
                 return
+            # A known version is fine in a new combination (another test env or runner).
+            fresh = version not in versions
             for key, value in entry.items():
                 if key in _LABEL_KEYS and isinstance(value, str) and _LABEL.fullmatch(value):
                     continue  # a display name only (no shell or expression syntax)
                 if key != keys[0] and not any(
                     typed_equal(value, v) for v in seen.get(str(key), ())
                 ):
-                    self._problem(
-                        where, f"adds {key} = {str(value)[:40]!r}, a value not used before"
-                    )
-                    return
+                    problem = new_value_problem(str(key), value, str(key) in seen, self.job_after)
+                    if problem:
+                        self._problem(where, f"adds {key} = {str(value)[:40]!r}, {problem}")
+                        return
+                    fresh = True
+            if not fresh:
+                self._problem(where, f"adds {version!r} with nothing new (no new test environment)")
+                return
             added.append(version)
         if added:
-            self.proven.append(f"Python {', '.join(added)} added to {where}")
+            self.proven.append(f"include entries for Python {', '.join(added)} added to {where}")
 
     def steps(self, where: str, before: Any, after: Any) -> None:
         if not (isinstance(before, list) and isinstance(after, list)):
