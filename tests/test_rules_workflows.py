@@ -671,3 +671,19 @@ async def test_bulk_new_workflows_are_reviewed_past_the_read_limit(evidence_for:
     assert verdict is not None
     assert verdict.decision == "review", verdict.reason  # w999 is past the limit: unread
     assert "is a new workflow" in verdict.reason
+
+
+async def test_only_ci_shell_scripts_may_become_executable(evidence_for: Build) -> None:
+    """An extension-less ci/test stays reviewed even when a workflow runs it: the rules
+    see only the changed file, not which files the (unchanged) workflows run."""
+    files = {
+        CI: WORKFLOW.replace("      - run: pytest -q\n", "      - run: ./ci/test\n"),
+        "ci/test": "#!/bin/sh\nset -eu\npytest -q\n",
+        "ci/test.sh": "#!/bin/sh\nset -eu\npytest -q\n",
+    }
+    script = await evidence_for(files, "chmod +x ci/test.sh", language="bash")
+    assert JUDGE.evaluate(script).decision == "approve"
+    bare = await evidence_for(files, "chmod +x ci/test", language="bash")
+    verdict = JUDGE.evaluate(bare)
+    assert verdict.decision == "review", verdict.reason
+    assert "ci/test would become executable" in verdict.reason
