@@ -129,3 +129,41 @@ def test_an_existing_gitignore_is_kept_and_failures_are_ignored(tmp_path: Path) 
     (blocked / ".vsh-runtime").write_text("a file")
     ensure_runtime_gitignore(blocked)
     assert (blocked / ".vsh-runtime").read_text() == "a file"
+
+
+# -- a relative workspace stays the same folder after the process changes folder --------------
+
+
+@pytest.mark.anyio
+async def test_a_relative_workspace_keeps_its_records_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A toolset built for ``path/to/workspace`` writes its bindings and journal there even
+    when the call runs after the process moved to another folder (as a DBOS workflow resumed
+    in a worker thread, or the caller's own ``os.chdir``, can)."""
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / "path" / "to" / "workspace").mkdir(parents=True)
+    (home / "path" / "to" / "workspace" / "app.toml").write_text("port = 8080\n")
+    elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    toolset = VshToolset("path/to/workspace", policy="strict", approval="deferred")
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            args = {"path": "/workspace/app.toml", "old": "8080", "new": "9090"}
+            return ModelResponse(parts=[ToolCallPart("vsh_patch", args, tool_call_id="p-1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(
+        FunctionModel(respond), toolsets=[toolset], output_type=[str, DeferredToolRequests]
+    )
+    monkeypatch.chdir(elsewhere)
+    result = await agent.run("change the port")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert not any(elsewhere.rglob("*")), "nothing is written relative to the new folder"
+    records = home / "path" / "to" / "workspace" / ".vsh-runtime" / "vsh-ai" / "approvals"
+    assert any(p.is_file() for p in records.rglob("*")), "the binding is in the workspace"

@@ -181,8 +181,12 @@ class VshToolset(FunctionToolset[Any]):
         else:
             workspace = Path(workspace_or_runtime)
             check_workspace(workspace)
-            self.workspace = workspace.resolve()
-            state_directory = state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
+            # Absolute from here on: a process that changes its working folder later (a
+            # DBOS workflow resumed in another thread, a test) keeps the same workspace.
+            workspace = self.workspace = workspace.resolve()
+            state_directory = Path(
+                state_directory or workspace / ".vsh-runtime" / "vsh-ai" / "approvals"
+            ).absolute()
             check_state_directory(workspace, Path(state_directory))
             lock_key = str(self.workspace)
             self.quarantine_state = Quarantine(lock_key, self.workspace)
