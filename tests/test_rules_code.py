@@ -354,3 +354,27 @@ async def test_docstring_doctests_are_code(evidence_for: Build) -> None:
     (claim,) = [c for c in claims(evidence, DOCS).values() if c is not None]
     assert not claim.ok
     assert "doctest" in claim.reason
+
+
+async def test_deleted_build_output_copies_remove_no_definition(evidence_for: Build) -> None:
+    module = "def add(a, b):\n    return a + b\n"
+    files = {
+        "src/pkg/core.py": module,
+        "build/lib/pkg/core.py": module,
+        "build/tools.py": module,
+    }
+    rule = PythonRisks(deleted_outputs=("build/lib/**",))
+    copies = await run(evidence_for, "vsh_remove('/workspace/build/lib', recursive=True)", files)
+    assert rule.check(copies) is None
+    assert PythonRisks().check(copies) is not None  # without the option: a removed definition
+    beside = await run(evidence_for, "vsh_remove('/workspace/build', recursive=True)", files)
+    verdict = rule.check(beside)
+    assert verdict is not None
+    assert "build/tools.py:1: a definition removed" in verdict.reason
+    assert "build/lib" not in verdict.reason
+    edited = await run(
+        evidence_for, patch("build/lib/pkg/core.py", "return a + b", "return eval('a+b')"), files
+    )
+    verdict = rule.check(edited)  # only deletions are skipped: an edit there is analysed
+    assert verdict is not None
+    assert "evaluation" in verdict.reason

@@ -77,14 +77,21 @@ class PythonRisks(Rule):
     ``action`` (review by default); reasons name the file, the line and the resolved
     call, never string contents. Deleted modules report their removed definitions.
     ``tooling_action = "reject"`` rejects any fact in code that tools run on their own
-    (conftest.py, setup.py, docs/conf.py, noxfile.py, ``*.pth``, ...).
+    (conftest.py, setup.py, docs/conf.py, noxfile.py, ``*.pth``, ...). Deleting files that
+    match ``deleted_outputs`` (build output copied from the source) reports nothing.
     """
 
     type: Literal["python_risks"] = "python_risks"
-    glob_fields: ClassVar[GlobFields] = (("globs", False),)
+    glob_fields: ClassVar[GlobFields] = (("globs", False), ("deleted_outputs", False))
     globs: tuple[str, ...] = Field(
         default=("**/*.py", "**/*.pyw", "**/*.pth"),
         description="Root-anchored globs of the Python files analysed.",
+    )
+    deleted_outputs: tuple[str, ...] = Field(
+        default=(),
+        description="Root-anchored globs of build-output files (setuptools' build/lib*/**) "
+        "that are copies of the source: deleting them removes no definition. Their other "
+        "changes are analysed as usual.",
     )
     action: Action = "review"
     facts: tuple[FactKind, ...] = Field(
@@ -100,6 +107,7 @@ class PythonRisks(Rule):
     )
 
     _check_globs = field_validator("globs")(lambda globs: check_globs(globs))
+    _check_outputs = field_validator("deleted_outputs")(lambda globs: check_globs(globs))
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
         found: dict[Action, list[str]] = {"reject": [], "review": []}
@@ -107,6 +115,8 @@ class PythonRisks(Rule):
             path, kind = change.path, change.kind
             if kind == "metadata_change" or (kind == "rename" and change.after is None):
                 continue  # a rename's source end: its destination is analysed
+            if kind == "delete" and matching(self.deleted_outputs, path) is not None:
+                continue  # a build output's copy of the source goes; the source stays
             if kind == "rename":
                 before = evidence.before_bytes(change.partner) if change.partner else None
             else:
