@@ -23,6 +23,11 @@ PROXY = "must stay below nginx's 60 s proxy_read_timeout"
         ("Max connections per pool", "pool", 300),  # names the key, states no bound
         ("request timeout in seconds", "timeout", 300),
         ("default 30", "retries", 31),
+        # arithmetic that describes the default or the unit states no limit
+        ("Default: cpu core count * 2", "workers", 8),
+        ("in bytes, 2 * 1024 * 1024 * 1024", "db_cache_capacity", 4 * 1024**3),
+        ("256 * 1024 * 1024", "max_record_size", 512 * 1024**2),
+        ("e.g. 4 x 1024", "buffer", 8192),
     ],
 )
 def test_kept_or_no_limit(comment: str, key: str, value: object) -> None:
@@ -45,6 +50,10 @@ def test_kept_or_no_limit(comment: str, key: str, value: object) -> None:
         ("gunicorn workers: 2 x vCPU + 1", "workers", 9),
         ("must be less than read_timeout", "write_timeout", 3),
         ("keep under 80%", "target", 70),  # a percentage of what?
+        # a formula next to advice, even when it also names the default, is a rule to keep
+        ("default 4; keep it at most 2 x vCPU", "workers", 9),
+        ("recommended: 2 x vCPU + 1 (default 3)", "workers", 9),
+        ("in bytes; must not exceed 2 * 1024 * 1024", "cache", 4 * 1024**2),
     ],
 )
 def test_not_proven_kept(comment: str, key: str, value: object) -> None:

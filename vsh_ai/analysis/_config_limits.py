@@ -53,6 +53,18 @@ _QUANTITY_WORD = re.compile(
     r"connections?|workers?|threads?|timeouts?|limits?|quotas?|capacity)\b"
 )
 
+# What a clause with arithmetic may be instead of a limit: a default, an example, a unit.
+_DESCRIPTIVE = re.compile(
+    r"(?i)\b(?:defaults?(?:\s+(?:is|to|value))?|e\.g|for\s+example|example|"
+    r"in\s+(?:bytes|kib|mib|gib|kb|mb|gb|seconds|secs|ms|milliseconds|minutes))\b"
+)
+_CONSTANT_PRODUCT = re.compile(r"[\s#(]*[0-9]+(?:\s*[*×x]\s*[0-9]+)+[\s)]*(?:bytes?)?\s*")
+# Advice words: a formula next to one of them is a rule the file asks to keep.
+_ADVICE = re.compile(
+    r"(?i)\b(?:recommend(?:ed|s)?|should|must|keep|never|rule\s+of\s+thumb|"
+    r"limit|exceed|budget|at\s+most|up\s+to)\b"
+)
+
 _Quantity = tuple[str, float]  # ("number" | "size" | "duration" | "unknown", amount)
 
 
@@ -107,10 +119,20 @@ def _keeps(value: _Quantity, bound: _Quantity, direction: str) -> bool:
     return value[1] >= bound[1]
 
 
-def _clause_kept(clause: str, value: _Quantity) -> bool:
-    """False when ``clause`` states a bound ``value`` is not proven to keep."""
-    if _FORMULA.search(clause):
+def _describes(clause: str) -> bool:
+    """A comment that describes the default, an example or the unit with arithmetic
+    (``default: cpu core count * 2``, ``in bytes, 2 * 1024 * 1024``, ``# 256 * 1024``) and
+    states no bound or advice: it says what a value means, not what it may be."""
+    if _BOUND.search(clause) or _BETWEEN.search(clause) or _ADVICE.search(clause):
         return False
+    return bool(_DESCRIPTIVE.search(clause) or _CONSTANT_PRODUCT.fullmatch(clause))
+
+
+def _clause_kept(clause: str, value: _Quantity, describes: bool) -> bool:
+    """False when ``clause`` states a bound ``value`` is not proven to keep (``describes``:
+    its comment only describes the default, an example or the unit)."""
+    if _FORMULA.search(clause):
+        return describes
     between = _BETWEEN.search(clause)
     if between is not None:
         low = _limit(between.group(1), between.group(2) or between.group(4))
@@ -144,7 +166,9 @@ def unkept_limit(comments: tuple[str, ...], key: str, value: object) -> str | No
     if quantity is None:
         return None
     for comment in comments:
-        for clause in _CLAUSE.split(comment[:_MAX_COMMENT]):
-            if clause.strip() and not _clause_kept(clause, quantity):
+        text = comment[:_MAX_COMMENT]
+        describes = _describes(text)
+        for clause in _CLAUSE.split(text):
+            if clause.strip() and not _clause_kept(clause, quantity, describes):
                 return comment
     return None
