@@ -110,7 +110,10 @@ def test_misspelled_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     assert "bad.toml:4:1: rules.rule[0].path (rule id 'allow_paths'): Extra inputs are not " in (
         message
     )
-    assert "allowed here: credential_text, description, destructive, id, kinds," in message
+    assert (
+        "allowed here: credential_text, description, destructive, directories, id, kinds,"
+        in message
+    )
     assert (
         "bad.toml:2:1: rules.rule[0].paths (rule id 'allow_paths'): Field required; fix: add "
         in (message)

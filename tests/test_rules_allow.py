@@ -37,6 +37,23 @@ async def test_kinds_and_paths_bound_what_is_claimed(evidence_for) -> None:
     assert decide(rule, other)[0] == "review"
 
 
+async def test_directories_claim_new_folders_only(evidence_for) -> None:
+    rule = AllowPaths(paths=("docs/**/*.md",), kinds=("create",), directories=("docs/**",))
+    made = await evidence_for(
+        FILES, "vsh_mkdir('/workspace/docs/env')\nvsh_write('/workspace/docs/env/a.md', 'A\\n')"
+    )
+    assert decide(rule, made)[0] == "approve"
+    without = AllowPaths(paths=("docs/**/*.md",), kinds=("create",))
+    assert decide(without, made) == ("review", ["no allowance covers create of docs/env"])
+    # A file in such a folder is still claimed by `paths` alone.
+    script = await evidence_for(
+        FILES, "vsh_mkdir('/workspace/docs/env')\nvsh_write('/workspace/docs/env/a.py', 'A\\n')"
+    )
+    assert decide(rule, script) == ("review", ["no allowance covers create of docs/env/a.py"])
+    elsewhere = await evidence_for(FILES, "vsh_mkdir('/workspace/data/new')")
+    assert decide(rule, elsewhere)[0] == "review"
+
+
 async def test_one_segment_globs_are_root_anchored(evidence_for) -> None:
     files = {"a.tmp": "x", "logs/audit.tmp": "y"}
     rule = AllowPaths(paths=("*.tmp",), kinds=("delete",))

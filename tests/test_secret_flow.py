@@ -105,9 +105,9 @@ async def test_a_tuned_value_next_to_a_credential_is_contained(evidence_for) -> 
         (f"s = vsh_read('{P}')\ns[40:60]", "review", "returned a value"),
         (
             f"vsh_patch('{P}', '\"{KEY}\"', 'os.environ[\"STRIPE_KEY\"]')\n"
-            "vsh_write('/workspace/docs/a.md', '# A\\nnotes\\n')",
+            "vsh_write('/workspace/app/notes.txt', '# A\\nnotes\\n')",
             "review",
-            "docs/a.md was written after the read",
+            "app/notes.txt was written after the read",
         ),
         (
             f"s = vsh_read('{P}')\nvsh_move('{P}', '/workspace/app/keys.py')",
@@ -292,3 +292,50 @@ async def test_a_printed_secret_reads_the_same_whatever_its_length(evidence_for)
         reasons.append(verdict.reason)
     assert reasons[0] == reasons[1]
     assert "printed output" in reasons[0]
+
+
+MOVE = f"vsh_patch('{P}', '\"{KEY}\"', '{ENV}')\n"
+NAMES = "# Settings\\n\\n- `STRIPE_KEY`: the Stripe secret key, from the vault.\\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "contained"),
+    [
+        # The key moved to the environment; a docs page (and its folder) names it only.
+        (
+            f"{MOVE}vsh_mkdir('/workspace/docs/env')\n"
+            f"vsh_write('/workspace/docs/env/vars.md', '{NAMES}')",
+            True,
+        ),
+        (f"{MOVE}vsh_write('{D}', '{NAMES}')", True),
+        # An example file needs no remediation: placeholders only.
+        (
+            f"t = vsh_read('{P}')\nvsh_write('/workspace/app/settings.example.py', "
+            "'STRIPE_KEY = \"${STRIPE_KEY}\"\\n')",
+            True,
+        ),
+        # The key left in place: docs written after the read are not shown to be clean.
+        (f"t = vsh_read('{P}')\nvsh_write('{D}', '{NAMES}')", False),
+        # Not a docs or example path.
+        (f"{MOVE}vsh_write('/workspace/app/other.py', 'X = 2\\n')", False),
+        # An opaque value, a detected secret, or a copy in the page.
+        (f"{MOVE}vsh_write('{D}', 'staging key: 7fQ2mZr9LkX4wB8tPq\\n')", False),
+        (f"{MOVE}vsh_write('{D}', 'password = \"hunter2hunter2\"\\n')", False),
+        (
+            f"t = vsh_read('{P}')\nvsh_write('/workspace/app/settings.example.py', "
+            f"'# {KEY[::-1]}\\n')",
+            False,
+        ),
+        # The secret in the folder's name.
+        (f"{MOVE}vsh_mkdir('/workspace/docs/{KEY}')", False),
+        # The settings copied to an example path (the read bytes changed names).
+        (f"{MOVE}vsh_copy('{P}', '/workspace/app/settings.example.py')", False),
+    ],
+)
+async def test_docs_and_example_files_holding_no_secret_keep_the_read_contained(
+    evidence_for, code: str, contained: bool
+) -> None:
+    evidence, _ = await decide(evidence_for, code)
+    flow = secret_flow(evidence)
+    assert flow.reads == ("app/settings.py",)
+    assert flow.contained == contained, flow.leaks

@@ -21,6 +21,16 @@ from, and nowhere anyone sees:
   (:func:`vsh_ai.analysis._tokens.opaque_line`): a fix removes the value or replaces it
   with a placeholder or an environment lookup.
 
+One kind of other file is contained too: a *documentation or example file* written after
+the read (:func:`documented`): a created or modified regular, non-executable file named as
+an example (``settings.example.toml``, ``app.sample.yaml``, ``example.env.txt``) or under a
+``docs/`` folder (or a README), and the ``docs`` folders made to hold it, when its name and
+its new text hold no copy of a secret read (any spelling above), no opaque value and
+nothing the secret detector finds (names and placeholders only). A docs file counts only
+when the change also took every read secret out of its file (the remediation it
+documents); an example file, which mirrors the settings' names by design, needs no such
+change.
+
 Anything else is a *leak*: ``copy`` when the written bytes provably hold the secret (a
 true statement a rule can reject on), ``maybe`` when they may (a review).
 """
@@ -39,7 +49,7 @@ from ._memo import analysis_of
 from ._secrets import UNSCANNED, find_secrets
 from ._tokens import opaque_line
 
-__all__ = ("SCALAR_RESULT_BYTES", "Leak", "SecretFlow", "secret_flow")
+__all__ = ("SCALAR_RESULT_BYTES", "Leak", "SecretFlow", "documented", "secret_flow")
 
 SCALAR_RESULT_BYTES = 72
 """``result_bytes`` VSH 0.6 reports for a None, bool, int or float result (measured; a
@@ -121,7 +131,8 @@ def _flow(evidence: Evidence) -> SecretFlow:
                 "the intent holds a secret (intents are logged and shown to reviewers)",
             )
         )
-    leaks.extend(_writes(evidence, first, [v for v in secrets if v]))
+    remediated = all(_removed(evidence, path, list(values[path])) for path in reads)
+    leaks.extend(_writes(evidence, first, [v for v in secrets if v], remediated))
     for path in reads:
         if path in evidence.written_paths and not any(leak.path == path for leak in leaks):
             leaks.extend(_own_file(evidence, path, list(values[path])[:_VALUES]))
@@ -151,15 +162,20 @@ def _outputs(evidence: Evidence) -> list[Leak]:
     return out
 
 
-def _writes(evidence: Evidence, first: dict[str, int], secrets: list[str]) -> list[Leak]:
-    """Writes after a secret read to any other path, and renames or copies of a read path."""
+def _writes(
+    evidence: Evidence, first: dict[str, int], secrets: list[str], remediated: bool
+) -> list[Leak]:
+    """Writes after a secret read to any other path, and renames or copies of a read path
+    (docs and example files that provably hold none of them aside: :func:`documented`)."""
     start = min(first.values())
     flagged: dict[str, None] = {}
+    renamed: set[str] = set()
     for effect in evidence.effects:
         if effect.operation in _READS:
             continue
         if effect.operation in ("rename", "copy") and any(p in first for p in effect.paths):
             flagged.update(dict.fromkeys(effect.paths))  # the read bytes changed names
+            renamed.update(effect.paths)
         elif effect.sequence > start and not _only_own(effect.paths, first, effect.sequence):
             flagged.update(dict.fromkeys(effect.paths))
     # A change with no write effect cannot be placed in program order: it may follow a read.
@@ -172,7 +188,7 @@ def _writes(evidence: Evidence, first: dict[str, int], secrets: list[str]) -> li
         copy = _copy_in(evidence, path, secrets)
         if copy is not None:
             out.append(Leak("copy", path, f"{path} {copy}"))
-        else:
+        elif path in renamed or not documented(evidence, path, secrets, remediated=remediated):
             out.append(
                 Leak(
                     "maybe",
@@ -181,6 +197,63 @@ def _writes(evidence: Evidence, first: dict[str, int], secrets: list[str]) -> li
                 )
             )
     return out
+
+
+_DOCS = re.compile(r"(?:.+/)?docs(?:/[^/]+)*")
+_README = re.compile(r"(?:.+/)?README(?:\.(?:md|rst|txt))?")
+_EXAMPLE = re.compile(
+    r"(?:.+/)?[^/]*[._-](?:example|sample)(?:\.[A-Za-z0-9]+)?|(?:.+/)?example\.[^/]+"
+)
+
+
+def documented(evidence: Evidence, path: str, secrets: list[str], *, remediated: bool) -> bool:
+    """Whether ``path``, written after a secret read, is a docs or example file (or a docs
+    folder) whose name and new text provably hold none of ``secrets`` nor any other value."""
+    change = evidence.change(path)
+    if change is None or change.after is None or change.kind not in ("create", "modify"):
+        return False
+    if (change.before is not None and change.before.mode != change.after.mode) or (
+        change.after.mode & 0o111 and change.after.kind == "file"
+    ):
+        return False
+    example = _EXAMPLE.fullmatch(path) is not None
+    docs = _DOCS.fullmatch(path) is not None or _README.fullmatch(path) is not None
+    if not (example or (docs and remediated)):
+        return False
+    if copied(secrets, path) is not None or find_secrets(path):
+        return False  # the name itself may carry them
+    if change.after.kind == "directory":
+        return change.kind == "create" and _DOCS.fullmatch(path) is not None
+    if change.after.kind != "file":
+        return False
+    try:
+        data = evidence.after_bytes(path)
+        before = evidence.before_bytes(path) if change.kind == "modify" else b""
+    except (EvidenceGap, ValueError):
+        return False
+    if data is None or before is None:
+        return False
+    text = data.decode("utf-8", errors="replace")
+    known = before.decode("utf-8", errors="replace")
+    if copied(secrets, text) is not None or find_secrets(text):
+        return False  # the whole file: names and placeholders only
+    return opaque_line(evidence, path, data, known=known) is None
+
+
+def _removed(evidence: Evidence, path: str, secrets: list[str]) -> bool:
+    """Whether the change took every secret read from ``path`` out of it (modified, none of
+    them left in any spelling)."""
+    change = evidence.change(path)
+    if change is None or change.kind != "modify" or change.after is None:
+        return False
+    try:
+        data = evidence.after_bytes(path)
+    except (EvidenceGap, ValueError):
+        return False
+    if data is None:
+        return False
+    text = data.decode("utf-8", errors="replace")
+    return bool(secrets) and all(secret and secret not in text for secret in secrets)
 
 
 def _only_own(paths: tuple[str, ...], first: dict[str, int], sequence: int) -> bool:

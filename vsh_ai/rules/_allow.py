@@ -50,11 +50,17 @@ class AllowPaths(Allowance):
     * ``max_bytes``: the largest new file size claimed.
     * ``text_only``: binary content written by a create or modify is not claimed unless
       false (it cannot be reviewed).
+    * ``directories``: where new folders are claimed (to hold the files ``paths`` claims;
+      a folder holds nothing by itself, its files are claimed one by one).
     A create or modify whose bytes copy a file from outside ``paths`` is not claimed.
     """
 
     type: Literal["allow_paths"] = "allow_paths"
-    glob_fields: ClassVar[GlobFields] = (("paths", False), ("rename_to", False))
+    glob_fields: ClassVar[GlobFields] = (
+        ("paths", False),
+        ("rename_to", False),
+        ("directories", False),
+    )
     paths: tuple[str, ...] = Field(description="Root-anchored globs of the paths claimed.")
     kinds: tuple[NetKind, ...] = Field(description="Net change kinds claimed on these paths.")
     destructive: bool = Field(
@@ -80,6 +86,11 @@ class AllowPaths(Allowance):
         default=(),
         description="If set, a rename is claimed only from `paths` to these globs.",
     )
+    directories: tuple[str, ...] = Field(
+        default=(),
+        description="Root-anchored globs where created directories are claimed (folders "
+        "for the files `paths` claims; never a file).",
+    )
     mode_change: Literal["add_exec", "any"] = Field(
         default="add_exec",
         description="metadata_change claimed: only added exec bits (add_exec) or any mode.",
@@ -88,6 +99,7 @@ class AllowPaths(Allowance):
 
     _check_paths = field_validator("paths")(globs_given)
     _check_rename_to = field_validator("rename_to")(check_globs)
+    _check_directories = field_validator("directories")(check_globs)
 
     @field_validator("kinds")
     @classmethod
@@ -103,6 +115,11 @@ class AllowPaths(Allowance):
         return glob
 
     def claim(self, evidence: Evidence, change: NetChange, /) -> Claim | None:
+        made = change.after if change.kind == "create" and change.before is None else None
+        if made is not None and made.kind == "directory" and self.directories:
+            folder = matching(self.directories, change.path)
+            if folder is not None:
+                return Claim(True, f"new directory {change.path} matches '{folder}'")
         glob = self._covers(change)
         if glob is None:
             return None
