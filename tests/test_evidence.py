@@ -296,6 +296,7 @@ async def test_json_form_of_a_create(evidence_for) -> None:
             "content_complete": True,
             "evidence_complete": True,
             "evidence_truncated": False,
+            "folder_notices": {},
         }
     )
     assert Evidence.model_validate(evidence.model_dump(mode="json")) == evidence

@@ -227,6 +227,12 @@ class Evidence(_Frozen):
     content_complete: bool
     evidence_complete: bool
     evidence_truncated: bool
+    folder_notices: dict[str, str] = Field(
+        default_factory=dict,
+        description="Notice files (README, NOTICE, KEEP...) of the folders the change "
+        "deletes from, read from the host by hooks that know the workspace "
+        "(vsh_ai._folder_notices); untouched by the program, untrusted text.",
+    )
 
     @classmethod
     def from_event(cls, event: vsh.RequestEvent) -> Evidence:

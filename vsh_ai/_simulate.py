@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from os import PathLike
+from pathlib import Path
 from typing import Literal
 
 import vsh
 from vsh._async import native_call
 
 from ._evidence import Evidence
+from ._folder_notices import with_folder_notices
 
 __all__ = ("DEFAULT_REVIEW_CONTENT_BYTES", "Simulation", "preview_evidence", "simulate")
 
@@ -63,11 +65,14 @@ async def simulate(
         mode=vsh.RunMode.PREVIEW,
         budget=budget,
     )
-    return await preview_evidence(runtime, request)
+    return await preview_evidence(runtime, request, Path(workspace))
 
 
-async def preview_evidence(runtime: vsh.Runtime, request: vsh.RunRequest) -> Simulation:
-    """Preview ``request`` on an open ``ALL_REQUESTS`` runtime and take its hook event.
+async def preview_evidence(
+    runtime: vsh.Runtime, request: vsh.RunRequest, workspace: Path | None = None
+) -> Simulation:
+    """Preview ``request`` on an open ``ALL_REQUESTS`` runtime and take its hook event
+    (with the notice files of the folders it deletes from, read from ``workspace``).
 
     The prepared transaction is failed (left pending), never resolved: no host change.
     """
@@ -77,7 +82,7 @@ async def preview_evidence(runtime: vsh.Runtime, request: vsh.RunRequest) -> Sim
         preparation = await native_call(lambda: runtime.prepare_commit(receipt.transaction))
         try:
             if preparation.event is not None:
-                evidence = Evidence.from_event(preparation.event)
+                evidence = with_folder_notices(Evidence.from_event(preparation.event), workspace)
         finally:
             await native_call(lambda: runtime.fail_hook(preparation))
     return Simulation(

@@ -235,6 +235,7 @@ class Workspace:
     def preview(self, code: str, intent: str | None, language: str) -> Simulation:
         """Preview and prepare (never resolve: no host change), and take the hook evidence."""
         from .._evidence import Evidence
+        from .._folder_notices import with_folder_notices
         from .._simulate import Simulation
 
         key = (language, code, intent or "")
@@ -247,7 +248,9 @@ class Workspace:
             preparation = runtime.prepare_commit(receipt.transaction)
             try:
                 if preparation.event is not None:
-                    evidence = Evidence.from_event(preparation.event)
+                    evidence = with_folder_notices(
+                        Evidence.from_event(preparation.event), self.workspace
+                    )
             finally:
                 runtime.fail_hook(preparation)
         return Simulation(

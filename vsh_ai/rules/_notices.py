@@ -5,11 +5,12 @@ holds the only copy of something, or a file's header may say "do not delete". Pa
 allowances cannot read that, so this denial does: for every deleted file it reads the
 file's own first lines and every notice file (README, NOTICE, KEEP, DO-NOT-DELETE...) of
 the same folder or a folder above it, as they were before the change, wherever the
-evidence holds their bytes (deleted with it, read, or edited by the program). A keep
+evidence holds their bytes (deleted with it, read, or edited by the program, or read from
+the host by a hook that knows the workspace: :mod:`vsh_ai._folder_notices`). A keep
 phrase ("only copy", "do not delete", "source of truth", "cannot be regenerated"...)
 there makes the change a ``review``. Over-matching costs a review, never more; a notice
-the program never touched is not in the evidence and cannot be read (see the judge
-file's description).
+the program never touched is seen only where the hook read the host's (the toolset,
+evals and ``simulate`` do; a bare ``as_hook`` on a runtime of your own does not).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from .._evidence import Evidence
+from .._folder_notices import NOTICE_BYTES as _NOTICE_BYTES
+from .._folder_notices import NOTICE_NAME as _NOTICE_NAME
 from .._verdict import Verdict
 from ._base import Action, GlobFields, Rule, describe_paths, net_changes
 from ._glob import check_globs, matching
@@ -43,12 +46,7 @@ KEEP_PHRASES = re.compile(
 )
 """Phrases that say a file or folder must be kept (case-insensitive)."""
 
-_NOTICE_NAME = re.compile(
-    r"(?i)^(?:readme|read[-_ ]?me|notice|notes?|important|keep|warning|do[-_ ]?not[-_ ]?delete"
-    r"|dont[-_ ]?delete)(?:[-_. ].*)?$"
-)
 _HEADER_CHARS = 2048
-_NOTICE_BYTES = 64 * 1024
 
 
 def keep_notice(text: str) -> bool:
@@ -79,8 +77,9 @@ class DeletionNotices(Rule):
 
     _check_globs = field_validator("globs")(check_globs)
 
-    def _base_texts(self, evidence: Evidence, deleted: set[str]) -> dict[str, str]:
-        """Text of every path as it was before the change, where its bytes were captured."""
+    @staticmethod
+    def _captured(evidence: Evidence) -> dict[str, str]:
+        """Blob of every path whose before-state bytes the program's evidence holds."""
         blobs: dict[str, str] = {}
         for change in evidence.changes:
             node = change.before
@@ -89,8 +88,12 @@ class DeletionNotices(Rule):
         for effect in evidence.effects:
             if effect.observed_content and effect.paths:
                 blobs.setdefault(effect.paths[0], effect.observed_content)
+        return blobs
+
+    def _base_texts(self, evidence: Evidence, deleted: set[str]) -> dict[str, str]:
+        """Text of every path as it was before the change, where its bytes were captured."""
         texts: dict[str, str] = {}
-        for path, blob in blobs.items():
+        for path, blob in self._captured(evidence).items():
             notice = _NOTICE_NAME.match(path.rsplit("/", 1)[-1]) is not None
             if not notice and path not in deleted:
                 continue  # only notices and the deleted files' own headers are read
@@ -101,6 +104,9 @@ class DeletionNotices(Rule):
             texts[path] = data[: _NOTICE_BYTES if notice else _HEADER_CHARS].decode(
                 "utf-8", errors="ignore"
             )
+        for path, text in evidence.folder_notices.items():
+            if _NOTICE_NAME.match(path.rsplit("/", 1)[-1]) is not None:
+                texts.setdefault(path, text[:_NOTICE_BYTES])  # captured bytes come first
         return texts
 
     def check(self, evidence: Evidence, /) -> Verdict | None:
@@ -128,7 +134,14 @@ class DeletionNotices(Rule):
                 kept[path] = speaker
         if not kept:
             return None
-        said = describe_paths(dict.fromkeys(kept.values()))
+        # A notice read from the host (the program never touched it) is not named: what
+        # the worker is told stays a function of what the program itself saw.
+        host_only = set(evidence.folder_notices) - set(self._captured(evidence))
+        named = [n for n in dict.fromkeys(kept.values()) if n not in host_only]
+        said = ", ".join(
+            ([describe_paths(named)] if named else [])
+            + (["a notice file of its folder"] if len(named) < len(set(kept.values())) else [])
+        )
         return self.verdict(
             self.action,
             f"{describe_paths(kept)}: the workspace's own text ({said}) says this must be "

@@ -15,6 +15,7 @@ from typing import Literal
 import vsh
 
 from .._evidence import Evidence
+from .._folder_notices import with_folder_notices
 from .._hooks import Judge, JudgeHook, as_hook
 from .._simulate import DEFAULT_REVIEW_CONTENT_BYTES
 from .._verdict import Verdict
@@ -39,12 +40,13 @@ _EVIDENCE_PENDING_KEPT = 64  # only between a transaction's outcome and its bind
 Reviewer = Literal["judge", "handler", "person"]
 
 
-def evidence_of(event: vsh.RequestEvent | None) -> Evidence | None:
-    """Evidence of an event; an event it cannot snapshot only costs the approver's diff."""
+def evidence_of(event: vsh.RequestEvent | None, workspace: Path | None = None) -> Evidence | None:
+    """Evidence of an event (with the notice files of the folders it deletes from, read
+    from ``workspace``); an event it cannot snapshot only costs the approver's diff."""
     if event is None:
         return None
     try:
-        return Evidence.from_event(event)
+        return with_folder_notices(Evidence.from_event(event), workspace)
     except Exception:
         return None
 
@@ -61,8 +63,10 @@ class ToolsetHook:
         judge_hook: JudgeHook | None = None,
         handler: HookHandler | None = None,
         judge_reads: bool = False,
+        workspace: Path | None = None,
     ) -> None:
         self.reviewer: Reviewer = reviewer
+        self.workspace = workspace
         self.judge_hook = judge_hook
         self.handler = handler
         self.judge_reads = judge_reads
@@ -70,7 +74,7 @@ class ToolsetHook:
         self._pending: OrderedDict[str, Evidence] = OrderedDict()
 
     async def __call__(self, event: vsh.RequestEvent) -> vsh.HookDecision:
-        evidence = evidence_of(event)
+        evidence = evidence_of(event, self.workspace)
         self._seen[event.transaction] = evidence
         while len(self._seen) > _EVIDENCE_KEPT:
             self._seen.popitem(last=False)
@@ -191,10 +195,14 @@ def open_runtime(
     judge_reads = config.judge_scope == "all"
     if judge is not None:
         judge_hook = judge if isinstance(judge, JudgeHook) else as_hook(judge)
-        hook = ToolsetHook("judge", judge_hook=judge_hook, judge_reads=judge_reads)
+        hook = ToolsetHook(
+            "judge", judge_hook=judge_hook, judge_reads=judge_reads, workspace=workspace
+        )
         hook_id = hook_id or judge_hook.hook_id
     elif hook_handler is not None:
-        hook = ToolsetHook("handler", handler=hook_handler, judge_reads=judge_reads)
+        hook = ToolsetHook(
+            "handler", handler=hook_handler, judge_reads=judge_reads, workspace=workspace
+        )
         hook_id = hook_id or "vsh-ai:hook"
     elif config.deferred:
         # A person reviews: every mutation waits for them, whatever the judge scope.
