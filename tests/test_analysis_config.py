@@ -498,6 +498,20 @@ def test_config_changes_typed() -> None:
     assert config_changes(before, before) == ()
 
 
+def test_an_empty_table_filled_or_emptied_is_its_keys() -> None:
+    empty = parse_config(b"[coordinator]\n# limit = 0\n[http]\nport = 1\n", "toml")
+    filled = parse_config(b"[coordinator]\nlimit = 32\n[http]\nport = 1\n", "toml")
+    assert config_changes(empty, filled) == (KeyChange("coordinator.limit", MISSING, 32),)
+    assert config_changes(filled, empty) == (KeyChange("coordinator.limit", 32, MISSING),)
+    gone = parse_config(b"[http]\nport = 1\n", "toml")
+    assert config_changes(empty, gone) == (KeyChange("coordinator", {}, MISSING),)
+    listed = parse_config(b'{"a": []}', "json")
+    assert config_changes(listed, parse_config(b'{"a": [1]}', "json")) == (
+        KeyChange("a", [], MISSING),
+        KeyChange("a[0]", MISSING, 1),
+    )  # an empty list gaining items stays a change of the list
+
+
 def test_reordering_keys_is_not_a_change_but_reordering_a_list_is() -> None:
     a = parse_config(b"x: 1\ny: [1, 2]\n", "yaml")
     b = parse_config(b"y: [1, 2]\nx: 1\n", "yaml")

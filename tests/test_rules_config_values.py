@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vsh_ai.analysis._config_context import comment_warning, commented_option, key_context
+from vsh_ai.analysis._config_context import (
+    comment_warning,
+    commented_option,
+    commented_value,
+    key_context,
+)
 from vsh_ai.analysis._config_words import canonical_key, word_match, words
 from vsh_ai.analysis._quantities import duration_seconds, size_bytes
 from vsh_ai.analysis._urls import url_changes
@@ -286,6 +291,41 @@ async def test_lifting_a_limit_to_zero_stays_unproven(evidence_for) -> None:
         evidence = await evidence_for({"config/app.toml": text}, patch("config/app.toml", old, new))
         got = decide([ZERO_IS_NO_LIMIT], evidence)
         assert got[:2] == ("review", "rules/unproven"), got
+
+
+def test_commented_values_are_found_once() -> None:
+    text = '[a]\n  # limit = 0\n  # wait = "10s"\n[b]\n  # twice = 1\n[c]\n  # twice = 2\n'
+    assert commented_value(text, "a.limit") == "0"
+    assert commented_value(text, "a.wait") == '"10s"'
+    assert commented_value(text, "b.twice") is None  # documented with two values
+    assert commented_value(text, "a.absent") is None
+
+
+DOCUMENTED = "[coordinator]\n  # max-concurrent-queries = 0\n  # max-pending = 64\n"
+PENDING = KeyConstraint(type="integer", min=1, max=1000, factor=8)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ("# max-concurrent-queries = 0", "max-concurrent-queries = 32", "approve"),
+        ("# max-pending = 64", "max-pending = 128", "approve"),  # 2x the documented 64
+        ("# max-pending = 64", "max-pending = 1", "review"),  # 64x down
+        ("# max-pending = 64", 'max-pending = "128"', "review"),  # no integer
+    ],
+)
+async def test_an_uncommented_option_is_compared_with_its_documented_value(
+    evidence_for, old, new, decision
+) -> None:
+    rule = AllowConfig(
+        paths=("config/**",),
+        may_change={**ZERO_IS_NO_LIMIT.may_change, "**.max_pending": PENDING},
+    )
+    evidence = await evidence_for(
+        {"config/app.toml": DOCUMENTED}, patch("config/app.toml", old, new)
+    )
+    got = decide([rule], evidence)
+    assert got[0] == decision, got
 
 
 def test_zero_unlimited_needs_a_minimum_above_zero() -> None:

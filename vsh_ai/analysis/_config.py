@@ -247,7 +247,19 @@ def config_changes(before: Any, after: Any) -> tuple[KeyChange, ...]:
     changes = [
         KeyChange(key, value, new.get(key, MISSING))
         for key, value in old.items()
-        if key not in new or not typed_equal(value, new[key])
+        if (key not in new or not typed_equal(value, new[key])) and not _filled(key, value, new)
     ]
-    changes.extend(KeyChange(key, MISSING, value) for key, value in new.items() if key not in old)
+    changes.extend(
+        KeyChange(key, MISSING, value)
+        for key, value in new.items()
+        if key not in old and not _filled(key, value, old)
+    )
     return tuple(changes)
+
+
+def _filled(key: str, value: Any, other: dict[str, Any]) -> bool:
+    """An empty table (``[coordinator]`` with every option commented out) that the other
+    side fills with keys (or empties): the keys under it are the changes, not the table."""
+    if not (isinstance(value, Mapping) and not value) or key in other:
+        return False
+    return any(k.startswith((key + ".", key + "[")) for k in other)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from ._config_keys import _segments
 from ._quantities import size_bytes
 
-__all__ = ("KeyContext", "comment_warning", "commented_option", "key_context")
+__all__ = ("KeyContext", "comment_warning", "commented_option", "commented_value", "key_context")
 
 _COMMENT = re.compile(r"^\s*(?:#|;|//|!)")
 _INLINE = re.compile(r"\s(?:#|//|;)\s?(.*)$")
@@ -152,6 +152,25 @@ def commented_option(text: str, key: str) -> bool:
         return False
     documented = _commented_names(text)
     return names[-1].lower() in documented or ".".join(names).lower() in documented
+
+
+def commented_value(text: str, key: str) -> str | None:
+    """The value text a commented-out setting of ``key`` documents (``# key = 30`` ->
+    ``"30"``), or None: no such line, or lines that document it with different values (in
+    different tables, say)."""
+    names = _names(key)
+    if not names:
+        return None
+    wanted = {names[-1].lower(), ".".join(names).lower()}
+    found: set[str] = set()
+    for line in _index(text).lines:
+        if not _COMMENT.match(line):
+            continue
+        body = _COMMENT.sub("", line, count=1).lstrip("#;/! \t")
+        match = _DEFINES.match(body)
+        if match is not None and match.group(1).lower() in wanted:
+            found.add(body[match.end() :].strip())
+    return found.pop() if len(found) == 1 else None
 
 
 @lru_cache(maxsize=64)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
 from ..analysis._config import ConfigSyntaxError, flatten, typed_equal
-from ..analysis._config_context import commented_option
+from ..analysis._config_context import commented_option, commented_value
 from ..analysis._quantities import duration_seconds, in_unit, size_bytes
 from ._constraints import (
     _BOOLEANS,
@@ -131,6 +132,11 @@ class Checker:
         if error:
             return False, f"{key} = {short(after)} is not {error}; it must be {describe()}"
         old: Any = self.missing
+        if uncommented and constraint.type in _NUMERIC:
+            # `# max-queries = 0` documents the value in force: the relative bound and the
+            # spelling compare with it (None when the comment holds no readable value).
+            documented = _documented(commented_value(self.before_text, key), self.fmt)
+            before = self.missing if documented is None else documented
         if before is not self.missing:
             old, old_error = self._coerce(before, constraint.type, constraint.unit)
             if old_error:
@@ -264,6 +270,20 @@ class Checker:
 _NUMERIC = ("integer", "number", "duration", "size")
 # A capital M after a number, outside ISO 8601 (PT10M): months to some duration parsers.
 _MONTHS = re.compile(r"[0-9]\s*M(?![a-zA-Z])")
+
+
+def _documented(raw: str | None, fmt: str) -> Any:
+    """A commented-out value as the format reads it: text in string formats (INI, .env,
+    .properties), else a TOML/JSON-style scalar (``0``, ``"10s"``); None when unreadable."""
+    if raw is None or not raw:
+        return None
+    if fmt in _STRING_FORMATS:
+        return raw
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return None
+    return value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
 
 
 def _months(text: str) -> bool:
