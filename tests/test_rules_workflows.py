@@ -687,3 +687,16 @@ async def test_only_ci_shell_scripts_may_become_executable(evidence_for: Build) 
     verdict = JUDGE.evaluate(bare)
     assert verdict.decision == "review", verdict.reason
     assert "ci/test would become executable" in verdict.reason
+
+
+async def test_a_self_hosted_matrix_value_the_runner_uses_is_reviewed(evidence_for: Build) -> None:
+    added = f"{ENTRY}          - {{python: '3.13', os: [self-hosted, gpu], tox: py313}}\n"
+    evidence = await evidence_for({CI: TOX}, patch(ENTRY, added))
+    verdict = RISKS.check(evidence)
+    assert verdict is not None
+    assert verdict.decision == "review"
+    assert "can now run on a self-hosted runner" in verdict.reason
+    fixed = TOX.replace("${{ matrix.os || 'ubuntu-latest' }}", "ubuntu-latest")
+    unused = await evidence_for({CI: fixed}, patch(ENTRY, added))  # runs-on ignores it
+    found = RISKS.check(unused)
+    assert found is None or "self-hosted" not in found.reason

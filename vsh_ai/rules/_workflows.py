@@ -394,6 +394,16 @@ def _matrix_and_runners(path: str, before: Workflow, after: Workflow) -> Iterato
                 ),
             )
         matrix, old_matrix = _matrix(job), _matrix(old)
+        if (
+            "matrix" in str(job.get("runs-on"))
+            and _self_hosted_in(matrix)
+            and not _self_hosted_in(old_matrix)
+        ):
+            yield (
+                "review",
+                f"{path}: job {jid!r} can now run on a self-hosted runner (a matrix value "
+                "its runs-on uses), inside the network, with code from pull requests.",
+            )
         if not typed_equal(matrix.get("exclude"), old_matrix.get("exclude")):
             yield "review", f"{path}: job {jid!r} changes its matrix excludes."
         for key, values in old_matrix.items():
@@ -411,6 +421,17 @@ def _matrix(job: Mapping[str, Any]) -> Mapping[str, Any]:
     strategy = job.get("strategy")
     matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
     return matrix if isinstance(matrix, Mapping) else {}
+
+
+def _self_hosted_in(value: Any) -> bool:
+    """Whether any string in a matrix (lists and include entries too) names self-hosted."""
+    if isinstance(value, str):
+        return "self-hosted" in value.lower()
+    if isinstance(value, Mapping):
+        return any(_self_hosted_in(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_self_hosted_in(v) for v in value)
+    return False
 
 
 def _self_hosted(runs_on: Any) -> bool:
