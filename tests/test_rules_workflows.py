@@ -631,6 +631,22 @@ async def test_include_entries_may_add_test_environments_and_hosted_runners(
     assert reason in why
 
 
+async def test_a_new_value_that_switches_a_step_on_is_not_proven(evidence_for: Build) -> None:
+    gated = TOX.replace(
+        "      - run: tox run -e ${{ matrix.tox }}\n",
+        "      - run: tox run -e ${{ matrix.tox }}\n"
+        "      - if: matrix.tox == 'release'\n        run: ./publish.sh\n",
+    )
+    code = patch(ENTRY, f"{ENTRY}          - {{python: '3.13', tox: release}}\n")
+    ok, why = await claim(evidence_for, code, gated)
+    assert not ok
+    assert "may switch a step on" in why
+    ok, why = await claim(
+        evidence_for, patch(ENTRY, f"{ENTRY}          - {{python: '3.13', tox: py313}}\n"), gated
+    )
+    assert ok, why
+
+
 async def test_a_new_value_that_picks_the_runner_is_not_a_test_environment(
     evidence_for: Build,
 ) -> None:

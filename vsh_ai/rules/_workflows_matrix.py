@@ -5,7 +5,8 @@ A new include entry widens testing when it only selects another test environment
 (``os: macos-14``). Such a value is a plain name (no shell or expression syntax, so pasted
 into a ``run:`` line it stays one word); tox and nox run only environments their own config
 defines. A value that feeds the job's runner, container, services, deployment environment or
-a called workflow (``runs-on: ${{ matrix.tox }}``) must be a hosted runner label.
+a called workflow (``runs-on: ${{ matrix.tox }}``) must be a hosted runner label, and no
+new value may be one the job names outside its matrix (``if: matrix.tox == 'release'``).
 """
 
 from __future__ import annotations
@@ -56,10 +57,19 @@ def _steers(key: str, job: Mapping[str, Any]) -> bool:
     )
 
 
+def _named_elsewhere(value: str, job: Mapping[str, Any]) -> bool:
+    """Whether the job names ``value`` outside its matrix (``if: matrix.tox == 'release'``:
+    a new entry with that value would switch on a step no entry ran before)."""
+    rest = {name: part for name, part in job.items() if name != "strategy"}
+    return value.lower() in json.dumps(rest, default=str).lower()
+
+
 def new_value_problem(key: str, value: Any, known_key: bool, job: Mapping[str, Any]) -> str | None:
     """Why an include entry's ``key = value``, unused before, is not proven, or None."""
     if not known_key:
         return "a key no existing entry has"
+    if isinstance(value, str) and _named_elsewhere(value, job):
+        return "a value the job's steps or conditions name (it may switch a step on)"
     name = key.lower()
     if name in _RUNNER_KEYS and isinstance(value, str) and value in HOSTED_RUNNERS:
         return None
