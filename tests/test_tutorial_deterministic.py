@@ -27,7 +27,8 @@ def test_tutorial_runs_offline() -> None:
     assert "attempt -> committed (by service-config: approve)" in first
     assert (
         "proven by operational-values: config/app.toml: server.timeout_s 30 -> 60 "
-        "(duration within 1s..1h at most 16x up or down from the current value)"
+        "(duration within 1s..1h at most 16x up or down from the current value (0 is no "
+        "limit: any bounded value may replace it))"
     ) in first
     assert "| timeout_s = 60" in first
 
