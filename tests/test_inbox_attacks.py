@@ -4,6 +4,7 @@ could commit, and that no host byte changed (real VSH, real Pydantic AI agents).
 
 from __future__ import annotations
 
+import html
 import http.client as http_client
 import logging
 import re
@@ -586,7 +587,12 @@ async def test_hostile_intent_and_file_name_are_shown_as_inert_text(
         assert "<script" not in listing.body.lower()
         page = http.get(link)
         assert_inert(page)
-        assert "49" not in text(page).replace(link, "")
+        # Evaluated, the template text would read "49" where "{{7*7}}" stands (a bare
+        # "49" elsewhere can be part of a digest or a waiting time: not a finding).
+        body = html.unescape(page.body)
+        assert "{{7*7}}.txt" in body
+        assert ">49.txt" not in body
+        assert body.count("{{7*7}}") >= 2  # the file name and the intent, both verbatim
         assert page.headers["content-security-policy"].startswith("default-src 'none'")
         assert "script-src" not in page.headers["content-security-policy"]
     await nothing_recorded(toolset, requests)
