@@ -226,21 +226,28 @@ def create_app(config: InboxConfig) -> Starlette:
         }
         return page(request, "item.html", context)
 
-    async def decide(request: Request) -> Response:
+    async def decision_form(request: Request, what: str) -> tuple[Session, Any] | Response:
+        """The one guard of every decision: the inbox's own origin, a session, its CSRF
+        token; the form, or the refusal to send."""
         if foreign(request):
             return refused(request, "This form must be sent from the inbox's own page.", 403)
         session = session_of(request)
         if session is None:
             return refused(request, "Log in first.", 403)
         form = await request.form()
-        key = request.path_params["key"]
         if not session.csrf_ok(_text(form.get("csrf"))):
-            log.warning(
-                "refused decision on %s by %s: missing or wrong CSRF token", key, session.principal
-            )
+            log.warning("refused %s by %s: missing or wrong CSRF token", what, session.principal)
             return refused(
                 request, "The form's CSRF token is missing or wrong; reload the page.", 403
             )
+        return session, form
+
+    async def decide(request: Request) -> Response:
+        key = request.path_params["key"]
+        guarded = await decision_form(request, f"decision on {key}")
+        if isinstance(guarded, Response):
+            return guarded
+        session, form = guarded
         decision = _text(form.get("decision"))
         if decision not in ("approve", "deny"):
             return refused(request, "Choose approve or deny.", 400)
@@ -311,15 +318,10 @@ def create_app(config: InboxConfig) -> Starlette:
         return page(request, "workflow.html", context)
 
     async def workflow_decide(request: Request) -> Response:
-        if foreign(request):
-            return refused(request, "This form must be sent from the inbox's own page.", 403)
-        session = session_of(request)
-        if session is None:
-            return refused(request, "Log in first.", 403)
-        form = await request.form()
-        if not session.csrf_ok(_text(form.get("csrf"))):
-            log.warning("refused workflow decision by %s: bad CSRF token", session.principal)
-            return refused(request, "The form's CSRF token is missing or wrong; reload it.", 403)
+        guarded = await decision_form(request, "workflow decision")
+        if isinstance(guarded, Response):
+            return guarded
+        session, form = guarded
         decision = _text(form.get("decision"))
         dbos = config.dbos
         if decision not in ("approve", "deny") or dbos is None:
