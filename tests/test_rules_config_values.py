@@ -547,3 +547,91 @@ async def test_keep_lists_cover_keys_in_any_case_style(evidence_for, key) -> Non
     verdict = rule.check(evidence)
     assert verdict is not None
     assert verdict.decision == "reject"
+
+
+# -- units stated by the host's own comment, and admin listeners ----------------------
+
+MS_FILE = (
+    "[general]\n# How long to wait before aborting a server connection (ms).\n"
+    "connect_timeout = 5000\n# For how long to ban a server (minutes).\nban_time = 30\n"
+    "read_timeout = 30\n"
+)
+UNITS = AllowConfig(
+    paths=("config/**",),
+    may_change={
+        "**.*timeout": KeyConstraint(type="duration", unit="s", min="1s", max="1h", factor=16),
+        "**.ban_time": KeyConstraint(type="duration", unit="s", min="1s", max="1h", factor=16),
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ("connect_timeout = 5000", "connect_timeout = 10000", "approve"),  # 10 s, not 2.8 h
+        ("connect_timeout = 5000", "connect_timeout = 500", "review"),  # 0.5 s: below 1 s
+        ("ban_time = 30", "ban_time = 45", "approve"),  # 45 minutes
+        ("ban_time = 30", "ban_time = 90", "review"),  # 90 minutes, not 90 seconds
+        ("read_timeout = 30", "read_timeout = 60", "approve"),  # no comment: the rule's unit
+    ],
+)
+async def test_a_bare_number_is_read_in_the_unit_its_comment_states(
+    evidence_for, old, new, decision
+) -> None:
+    evidence = await evidence_for({"config/app.toml": MS_FILE}, patch("config/app.toml", old, new))
+    got = decide([UNITS], evidence)
+    assert got[0] == decision, got
+
+
+async def test_a_unit_comment_the_program_writes_does_not_choose_the_unit(evidence_for) -> None:
+    """Only the host's own comment counts: an agent adding "(ms)" reads 7200 as seconds."""
+    code = patch("config/app.toml", "read_timeout = 30", "# (ms)\nread_timeout = 7200")
+    evidence = await evidence_for({"config/app.toml": MS_FILE}, code)
+    assert decide([UNITS], evidence)[0] == "review"
+
+
+@pytest.mark.parametrize(
+    ("comments", "unit"),
+    [
+        (("How long to wait (ms).",), "ms"),
+        (("in milliseconds",), "ms"),
+        (("seconds",), "s"),
+        (("Max size for uploads", "in bytes, 1024 * 1024"), "B"),
+        (("(ms) or (seconds)?",), None),  # two units: none is chosen
+        (("Retry in 5 s",), None),  # a one-letter unit after "in" is prose, not a unit
+    ],
+)
+def test_stated_units(comments: tuple[str, ...], unit: str | None) -> None:
+    from vsh_ai.analysis._config_context import stated_unit
+
+    kind = "size" if unit == "B" else "duration"
+    assert stated_unit(comments, kind) == unit
+
+
+ADMIN_FILE = (
+    'bindAddr = "0.0.0.0"\n# dashboard is available only if webServer.port is set.\n'
+    'webServer.addr = "127.0.0.1"\nwebServer.port = 7500\n'
+    '[metrics]\naddr = "127.0.0.1:9100"\n[admin]\nlisten = "localhost:9000"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decision"),
+    [
+        ('webServer.addr = "127.0.0.1"', 'webServer.addr = "0.0.0.0"', "reject"),  # comment
+        ('listen = "localhost:9000"', 'listen = ":9000"', "reject"),  # [admin] names it
+        ('listen = "localhost:9000"', 'listen = "[::]:9000"', "reject"),
+        # not an admin listener, or not every interface: the denial says nothing (unproven)
+        ('addr = "127.0.0.1:9100"', 'addr = "0.0.0.0:9100"', "review"),
+        ('webServer.addr = "127.0.0.1"', 'webServer.addr = "10.0.0.5"', "review"),
+    ],
+)
+async def test_an_admin_listener_moved_to_every_interface_is_rejected(
+    evidence_for, old, new, decision
+) -> None:
+    evidence = await evidence_for(
+        {"config/app.toml": ADMIN_FILE}, patch("config/app.toml", old, new)
+    )
+    got = decide([DENY], evidence)
+    assert got[0] == decision, got
+    assert ("every interface" in got[2]) is (decision == "reject")

@@ -298,3 +298,37 @@ async def test_many_reincludes_are_reviewed_not_traced(evidence_for) -> None:
     verdict = await decide(evidence_for, append(".gitignore", rules))
     assert verdict.decision == "review"
     assert "60 `!` rules" in verdict.reason
+
+
+FALLBACK = (
+    "import os\n\nclass Config:\n"
+    "    SECRET_KEY = os.environ.get('SECRET_KEY') or 'cannot-be-guess'\n    DEBUG = False\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "proven"),
+    [
+        ("os.environ.get('SECRET_KEY') or 'cannot-be-guess'", "os.environ['SECRET_KEY']", True),
+        ("os.environ.get('SECRET_KEY') or 'cannot-be-guess'", "os.getenv('SECRET_KEY')", True),
+        # another literal as the fallback is a new hard-coded value, not a removal
+        ("or 'cannot-be-guess'", "or 'q8Zr2LmX7vT4nW1kP3'", False),
+        # the fallback kept while something else changes: not this allowance's proof
+        ("DEBUG = False", "DEBUG = True", False),
+    ],
+)
+def test_dropping_a_hard_coded_fallback_of_a_secret_lookup(
+    old: str, new: str, proven: bool
+) -> None:
+    from vsh_ai.analysis._remediation import secret_removal_problem
+
+    problem = secret_removal_problem(FALLBACK, FALLBACK.replace(old, new), [])
+    assert (problem is None) is proven, problem
+
+
+def test_a_default_of_a_non_secret_lookup_is_no_secret() -> None:
+    from vsh_ai.analysis._remediation import secret_removal_problem
+
+    before = "import os\nPAGE = os.getenv('PAGE_SIZE', '20')\n"
+    after = "import os\nPAGE = os.getenv('PAGE_SIZE')\n"
+    assert secret_removal_problem(before, after, []) is not None

@@ -21,7 +21,14 @@ from functools import lru_cache
 from ._config_keys import _segments
 from ._quantities import size_bytes
 
-__all__ = ("KeyContext", "comment_warning", "commented_option", "commented_value", "key_context")
+__all__ = (
+    "KeyContext",
+    "comment_warning",
+    "commented_option",
+    "commented_value",
+    "key_context",
+    "stated_unit",
+)
 
 _COMMENT = re.compile(r"^\s*(?:#|;|//|!)")
 _INLINE = re.compile(r"\s(?:#|//|;)\s?(.*)$")
@@ -143,6 +150,48 @@ def key_context(text: str, key: str) -> KeyContext:
         if i != at and lines[i].strip() and not _COMMENT.match(lines[i])
     ]
     return KeyContext(key, at + 1, lines[at].strip(), tuple(comments), tuple(neighbours))
+
+
+_DURATION_WORDS = {
+    "ns": "ns", "nanoseconds": "ns", "us": "us", "µs": "us", "microseconds": "us",
+    "ms": "ms", "msec": "ms", "msecs": "ms", "millis": "ms", "millisecond": "ms",
+    "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hour": "h",
+    "hours": "h", "day": "d", "days": "d",
+}  # fmt: skip
+_SIZE_WORDS = {
+    "b": "B", "byte": "B", "bytes": "B", "kb": "KB", "kib": "KiB", "kilobytes": "KB",
+    "mb": "MB", "mib": "MiB", "megabytes": "MB", "gb": "GB", "gib": "GiB", "gigabytes": "GB",
+}  # fmt: skip
+_UNIT_WORD = r"(µs|[a-z]+)"
+# How a comment names the unit of the value it documents: "(ms)", "in milliseconds",
+# "unit: seconds", or a comment that is only the unit ("# seconds").
+_STATED = (
+    re.compile(rf"(?i)\(\s*(?:in\s+)?{_UNIT_WORD}\s*\)"),
+    re.compile(rf"(?i)\b(?:in|units?:?)\s+{_UNIT_WORD}\b"),
+    re.compile(rf"(?i)^\s*{_UNIT_WORD}\s*\.?\s*$"),
+)
+
+
+def stated_unit(comments: tuple[str, ...], kind: str) -> str | None:
+    """The one unit of ``kind`` ("duration" or "size") that ``comments`` name for their
+    value (``(ms)``, ``in bytes``, ``# seconds``), or None (none, or several that differ).
+
+    Read it from the host's own file (the before-state), never from what a program wrote:
+    a comment an agent adds would otherwise choose the unit its value is judged in.
+    """
+    words = _DURATION_WORDS if kind == "duration" else _SIZE_WORDS
+    found: set[str] = set()
+    for comment in comments:
+        if len(comment) > _MAX_COMMENT:
+            continue
+        for pattern in _STATED:
+            for match in pattern.finditer(comment):
+                unit = words.get(match.group(1).lower())
+                single = len(match.group(1)) == 1
+                if unit is not None and not (single and pattern is _STATED[1]):
+                    found.add(unit)
+    return found.pop() if len(found) == 1 else None
 
 
 def commented_option(text: str, key: str) -> bool:

@@ -47,15 +47,16 @@ def secret_removal_problem(before: str, after: str, secrets: list[str] | None = 
         return "it is not valid Python on both sides"
     spans = _secret_spans(before) if secrets is None else _occurrences(before, secrets)
     looked_up = _looked_up(new)
-    if not spans and not any(isinstance(n, ast.Name) and n.id in looked_up for n in ast.walk(old)):
+    if not spans and not any(
+        (isinstance(n, ast.Name) and n.id in looked_up) or _has_fallback(n) for n in ast.walk(old)
+    ):
         return "the old version holds no hard-coded secret it replaces"
     try:
         helpers = {f.name for f in new.body if isinstance(f, ast.FunctionDef) and _env_only(f)}
         moved = _moved(old, new)
-        old_body = [
-            _dump(_Normalise(before, spans, set(), looked_up, moved).visit(s))
-            for s in _kept(old.body)
-        ]
+        normalise_old = _Normalise(before, spans, set(), looked_up, moved)
+        normalise_old.kept = frozenset(_dump(n) for n in ast.walk(new) if _has_fallback(n))
+        old_body = [_dump(normalise_old.visit(s)) for s in _kept(old.body)]
         new_body = [
             _dump(_Normalise(None, [], helpers, looked_up, moved).visit(s)) for s in _kept(new.body)
         ]
@@ -152,6 +153,10 @@ class _Normalise(ast.NodeTransformer):
         moved: frozenset[str] = frozenset(),
     ) -> None:
         self._offsets = _line_offsets(text) if text is not None else []
+        # The old version: a hard-coded fallback of a secret-named lookup counts as the
+        # secret (it is one, whether the detector flags it or not); never in the new one.
+        self._old = text is not None
+        self.kept: frozenset[str] = frozenset()  # fallbacks the new version still has
         self._spans = spans
         self._helpers = helpers
         self._looked_up = looked_up
@@ -184,6 +189,8 @@ class _Normalise(ast.NodeTransformer):
         return self.generic_visit(node)  # type: ignore[return-value]
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
+        if self._old and _fallback_lookup(node) and _dump(node) not in self.kept:
+            return self._stand_in(node)  # the old version's hard-coded fallback: removed
         if _lookup_call(node) or (
             isinstance(node.func, ast.Name)
             and node.func.id in self._helpers
@@ -194,6 +201,8 @@ class _Normalise(ast.NodeTransformer):
         return self.generic_visit(node)  # type: ignore[return-value]
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        if self._old and _has_fallback(node) and _dump(node) not in self.kept:
+            return self._stand_in(node)  # `getenv("SECRET_KEY") or "dev-key"` in the old version
         visited = self.generic_visit(node)
         if (
             isinstance(visited, ast.BoolOp)
@@ -339,6 +348,41 @@ def _lookup_call(node: ast.Call) -> bool:
     if not (environ_get or getenv) or node.keywords or not 1 <= len(node.args) <= 2:
         return False
     return _env_key(node.args[0]) and all(_placeholder_default(a) for a in node.args[1:])
+
+
+def _secret_lookup_key(node: ast.expr) -> bool:
+    """Whether ``node`` reads a secret-named variable (``SECRET_KEY``) from the environment."""
+    key: ast.expr | None = None
+    if isinstance(node, ast.Subscript) and _environ(node.value):
+        key = node.slice
+    elif isinstance(node, ast.Call) and _lookup_call(node):
+        key = node.args[0]
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and _secret_name(key.value)
+
+
+def _has_fallback(node: ast.AST) -> bool:
+    """A secret-named lookup with a hard-coded default, in either spelling."""
+    if isinstance(node, ast.Call):
+        return _fallback_lookup(node)
+    return (
+        isinstance(node, ast.BoolOp)
+        and isinstance(node.op, ast.Or)
+        and isinstance(node.values[0], ast.Call | ast.Subscript)
+        and _secret_lookup_key(node.values[0])
+        and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.values[1:])
+    )
+
+
+def _fallback_lookup(node: ast.Call) -> bool:
+    """``os.getenv("SECRET_KEY", "literal")`` / ``os.environ.get(...)``: a secret-named
+    lookup with a hard-coded string default."""
+    if len(node.args) != 2 or node.keywords:
+        return False
+    default = node.args[1]
+    if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+        return False
+    bare = ast.Call(node.func, node.args[:1], [])
+    return _lookup_call(bare) and _secret_lookup_key(bare)
 
 
 def _env_only(function: ast.FunctionDef) -> bool:

@@ -360,16 +360,53 @@ def _own_file(evidence: Evidence, path: str, secrets: list[str]) -> list[Leak]:
 
 def _whitespace_only(memo: Any, path: str, added: tuple[tuple[int, str], ...]) -> int | None:
     """The first added line with trailing whitespace or equal to a removed line but for
-    its spacing, or None."""
+    its spacing, or None.
+
+    One shape of respacing is let through: a uniform re-indent (each respaced line keeps
+    its text and inner spacing exactly, and its new indent is one function of its old
+    one: a whole file dedented by two spaces) and every line of a re-indented indent was
+    re-indented (which lines move would be a bit per line). Such a change cannot spell a
+    secret; anything else (spacing inside a line, indents that differ between lines of
+    one old indent, trailing spaces, some lines of an indent moved) may, and is reported.
+    """
     try:
         removed = memo.new_lines(path, removed=True) or ()
     except (EvidenceGap, ValueError):
         removed = ()
     dropped = {" ".join(line.split()) for _, line in removed}
+    indents: dict[str, set[str]] = {}  # a removed line's text -> its indents
+    for _, line in removed:
+        text = line.lstrip()
+        indents.setdefault(text, set()).add(line[: len(line) - len(text)])
+    mapping: dict[str, str] = {}
     for number, line in added:
-        if line != line.rstrip() or (line.strip() and " ".join(line.split()) in dropped):
+        if line != line.rstrip():
             return number
+        if not (line.strip() and " ".join(line.split()) in dropped):
+            continue
+        text = line.lstrip()
+        old = indents.get(text)
+        if old is None or len(old) != 1:
+            return number  # inner spacing changed, or the old indent is not one
+        (was,) = old
+        now = line[: len(line) - len(text)]
+        if mapping.setdefault(was, now) != now:
+            return number  # lines of one old indent got different new ones
+    if mapping and _indent_counts(removed, mapping) != _indent_counts(
+        enumerate(memo.lines(memo.evidence.before_bytes(path))), mapping
+    ):
+        return added[0][0]  # some lines of a re-indented indent kept it
     return None
+
+
+def _indent_counts(lines: Any, indents: dict[str, str]) -> dict[str, int]:
+    """How many non-blank ``lines`` ((number, text) pairs) have each indent of ``indents``."""
+    counts = dict.fromkeys(indents, 0)
+    for _, line in lines:
+        text = line.lstrip()
+        if text and line[: len(line) - len(text)] in counts:
+            counts[line[: len(line) - len(text)]] += 1
+    return counts
 
 
 def _kept_in_place(evidence: Evidence, path: str, data: bytes, secrets: list[str]) -> set[str]:

@@ -9,8 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis._config import ConfigSyntaxError, flatten, typed_equal
-from ..analysis._config_context import commented_option, commented_value
-from ..analysis._quantities import duration_seconds, in_unit, size_bytes
+from ..analysis._config_context import (
+    commented_option,
+    commented_value,
+    key_context,
+    stated_unit,
+)
+from ..analysis._config_words import canonical_key
+from ..analysis._quantities import DURATION_UNITS, SIZE_UNITS, duration_seconds, in_unit, size_bytes
 from ._constraints import (
     _BOOLEANS,
     _INTEGER,
@@ -110,6 +116,19 @@ class Checker:
         ok, text = self._value(key, before, after, constraint)
         return None if ok else text
 
+    def _unit(self, key: str, constraint: KeyConstraint) -> str | None:
+        """The unit a bare number of ``key`` is read in: the one its name carries
+        (``connect_timeout_ms``: the pattern's), else the one the host's own comment next
+        to it states (``# How long to wait (ms).``), else the constraint's."""
+        kind = constraint.type
+        if kind not in ("duration", "size") or not self.before_text:
+            return constraint.unit
+        last = canonical_key(key).rsplit(".", 1)[-1].rsplit("_", 1)[-1]
+        if last in (DURATION_UNITS if kind == "duration" else SIZE_UNITS):
+            return constraint.unit
+        stated = stated_unit(key_context(self.before_text, key).comments, kind)
+        return stated or constraint.unit
+
     def _show(self, value: Any) -> str:
         return "absent" if value is self.missing else short(value)
 
@@ -128,7 +147,8 @@ class Checker:
             if not constraint.may_remove:
                 return False, f"{key} was removed; keep it (it may only change as {describe()})"
             return True, f"{key} removed"
-        value, error = self._coerce(after, constraint.type, constraint.unit)
+        unit = self._unit(key, constraint)
+        value, error = self._coerce(after, constraint.type, unit)
         if error:
             return False, f"{key} = {short(after)} is not {error}; it must be {describe()}"
         old: Any = self.missing
@@ -138,7 +158,7 @@ class Checker:
             documented = _documented(commented_value(self.before_text, key), self.fmt)
             before = self.missing if documented is None else documented
         if before is not self.missing:
-            old, old_error = self._coerce(before, constraint.type, constraint.unit)
+            old, old_error = self._coerce(before, constraint.type, unit)
             if old_error:
                 old = self.missing
         problem = None

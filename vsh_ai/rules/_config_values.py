@@ -12,6 +12,11 @@ the changes an allowance could only leave unproven:
   absolute or relative to the current value (``factor``, ``step``), gets ``action``.
 * ``tokens``: an added line (a comment too) holding an opaque token gets ``action``
   (``allow_config`` refuses it anyway; this names why instead of leaving it unproven).
+* ``binds``: a listener address moved to every interface (``0.0.0.0``, ``::``, ``*``,
+  ``:7500``) where the key or the host file's comment next to it names an admin endpoint
+  (admin, dashboard, management, console, pprof, debug) gets ``bind_action``
+  (default reject: the authorization forbids binding admin endpoints publicly); other
+  listeners are left to the allowances (unproven: a review).
 * ``comments``: the file's own comment next to a changed key that warns about the new
   value (names it with what it exposes or forbids: request bodies, headers, PII,
   secrets, "never in production"), or states a capacity it exceeds (``hosts have 8 GB``,
@@ -22,6 +27,7 @@ the changes an allowance could only leave unproven:
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -75,6 +81,12 @@ class ConfigValues(Rule):
     )
     comments: bool = Field(
         default=True, description="Read the comments next to each changed key for warnings."
+    )
+    binds: bool = Field(
+        default=True, description="Decide admin listeners moved to every interface."
+    )
+    bind_action: Action = Field(
+        default="reject", description="An admin endpoint's listener moved to every interface."
     )
     tokens: bool = Field(
         default=True,
@@ -152,6 +164,7 @@ class ConfigValues(Rule):
         checker = Checker(self.limits, fmt, before, after, MISSING) if self.limits else None
         if checker is not None:
             checker.explain = False
+            checker.before_text = before_bytes.decode("utf-8", "replace") if before_bytes else ""
         commented = any(mark in text for mark in ("#", ";", "//", "!"))
         for change in changes:
             key, old, new = change.key, change.before, change.after
@@ -161,6 +174,15 @@ class ConfigValues(Rule):
                     out[decision].append(f"{path}: {key} {problem.text}; keep the URL as it was.")
             if new is MISSING:
                 continue
+            if self.binds and _all_interfaces(new) and not _all_interfaces(old):
+                before_text = before_bytes.decode("utf-8", "replace") if before_bytes else ""
+                if _names_admin(key, key_context(before_text, key).comments):
+                    out[self.bind_action].append(
+                        f"{path}: {key} = {short(new)} listens on every interface, and this "
+                        "listener serves an admin endpoint (its name or the file's comment "
+                        "says so); keep it bound to the address it had."
+                    )
+                    continue
             if checker is not None:
                 broken = checker.bounds(key, old, new)
                 if broken:
@@ -198,6 +220,28 @@ class ConfigValues(Rule):
         for problem in url_changes(removed or None, added):
             decision = self.host_action if problem.kind == "host" else self.url_action
             out[decision].append(f"{path}: a changed line {problem.text}; keep the URL as it was.")
+
+
+_ANY_HOST = re.compile(
+    r"(?i)^(?:[a-z][a-z0-9+.-]*://)?(?P<host>0\.0\.0\.0|\[::\]|::|\*|)(?::(?P<port>\d{1,5}))?/?$"
+)
+_ADMIN = re.compile(r"(?i)(?<![a-z])(?:admin|dashboard|management|console|pprof|debug)")
+
+
+def _all_interfaces(value: Any) -> bool:
+    """Whether ``value`` is a listen address on every interface (``0.0.0.0``, ``[::]:80``,
+    ``*``, ``:7500``): a wildcard host, or no host but a port."""
+    if not isinstance(value, str):
+        return False
+    match = _ANY_HOST.match(value.strip())
+    return match is not None and bool(match.group("host") or match.group("port"))
+
+
+def _names_admin(key: str, comments: tuple[str, ...]) -> bool:
+    """Whether the key path or the comments next to it name an admin endpoint."""
+    return bool(_ADMIN.search(canonical_key(key).replace("_", " ").replace(".", " "))) or any(
+        _ADMIN.search(comment) for comment in comments
+    )
 
 
 def _size_of(key: str, value: Any) -> float | None:

@@ -10,6 +10,7 @@ from .._evidence import Evidence, EvidenceGap
 from ..analysis._config import detect_format
 from ..analysis._memo import analysis_of
 from ..analysis._remediation import config_reference_problem, secret_removal_problem
+from ..analysis._remediation_lines import LOOKUP_SUFFIXES, line_lookup_problem
 from ..analysis._secrets import UNSCANNED, find_secrets
 from ._base import Allowance, Claim, GlobFields, NetChange
 from ._constraints import globs_given
@@ -33,7 +34,12 @@ def removed_secrets(evidence: Evidence, path: str) -> list[str] | None:
 
 
 class AllowSecretRemoval(Allowance):
-    """Claims a Python or config modify under ``paths`` that only replaces hard-coded secrets.
+    """Claims a Python, config or other source modify under ``paths`` that only replaces
+    hard-coded secrets.
+
+    Other sources (JavaScript/TypeScript, Go, Ruby, Java/Kotlin, C#, PHP, Rust): line by
+    line, each changed line only swaps a secret literal for an environment lookup of a
+    secret-named variable (:func:`vsh_ai.analysis._remediation_lines.line_lookup_problem`).
 
     Config files (TOML, JSON, YAML, INI, .properties): every changed key held a detected
     secret and now holds a reference or placeholder (``${STRIPE_KEY}``, ``<set-me>``,
@@ -61,7 +67,8 @@ class AllowSecretRemoval(Allowance):
         config = detect_format(change.path) not in ("auto", "env")
         if glob is None or change.kind != "modify":
             return None
-        if not (change.path.lower().endswith(_PYTHON) or config):
+        lines = change.path.lower().endswith(LOOKUP_SUFFIXES)
+        if not (change.path.lower().endswith(_PYTHON) or config or lines):
             return None
         path = change.path
         if change.before is None or change.after is None:
@@ -88,6 +95,15 @@ class AllowSecretRemoval(Allowance):
             return Claim(False, f"{path}: its bytes were not captured")
         if before is None or after is None:
             return Claim(False, f"{path} is not text on both sides")
+        if lines:
+            issue = line_lookup_problem(before, after)
+            if issue is not None:
+                return Claim(
+                    False,
+                    f"{path}: {issue}; replace each hard-coded secret literal with an "
+                    "environment lookup of a secret-named variable and change nothing else",
+                )
+            return Claim(True, f"{path} only replaces hard-coded secrets with environment lookups")
         problem = secret_removal_problem(before, after, removed_secrets(evidence, path))
         if problem is not None:
             return Claim(
