@@ -202,7 +202,24 @@ async def test_conditions_that_skip_checks(evidence_for: Build) -> None:
     job = "  test:\n    runs-on: ubuntu-latest\n"
     weekly = await decide(evidence_for, job, job + "    if: github.event_name == 'schedule'\n")
     assert weekly.decision == "reject", weekly.reason
-    assert "now runs only on schedule events" in weekly.reason
+    assert "checks are skipped on push and pull_request events" in weekly.reason
+    not_prs = await decide(
+        evidence_for, job, job + '    if: ${{ github.event_name != "pull_request" }}\n'
+    )
+    assert not_prs.decision == "reject", not_prs.reason
+    assert "skipped on pull_request events" in not_prs.reason
+    skipped_step = await decide(
+        evidence_for,
+        "      - run: ruff check .\n      - run: tox",
+        "      - run: ruff check .\n      - if: github.event_name != 'pull_request'\n"
+        "        run: tox",
+    )
+    assert skipped_step.decision == "reject", skipped_step.reason
+    assert "a check step of job 'test'" in skipped_step.reason
+    elsewhere = await decide(
+        evidence_for, job, job + "    if: github.event_name != 'workflow_dispatch'\n"
+    )
+    assert elsewhere.decision == "review", elsewhere.reason  # skips no automatic trigger
     step = await decide(
         evidence_for,
         "      - run: ruff check .\n      - run: tox",
@@ -246,3 +263,38 @@ async def test_a_removed_checksum_check_is_rejected_and_new_downloads_reviewed(
     )
     assert fetched.decision == "review", fetched.reason
     assert "downloads in a new script line" in fetched.reason
+
+
+CODEQL = """\
+name: codeql
+on:
+  push:
+    branches: [main]
+  pull_request:
+jobs:
+  analyze:
+    runs-on: ubuntu-latest
+    permissions:
+      security-events: write
+    strategy:
+      matrix:
+        language: [javascript, python]
+    steps:
+      - uses: actions/checkout@v4
+      - uses: github/codeql-action/init@v3
+        with:
+          languages: ${{ matrix.language }}
+      - uses: github/codeql-action/analyze@v3
+"""
+
+
+async def test_a_language_dropped_from_code_scanning_is_rejected(evidence_for: Build) -> None:
+    path = ".github/workflows/codeql.yml"
+    code = f"vsh_patch('/workspace/{path}', '[javascript, python]', '[javascript]')"
+    verdict = JUDGE.evaluate(await evidence_for({path: CODEQL}, code))
+    assert verdict.decision == "reject", verdict.reason
+    assert "code scanning" in verdict.reason
+    plain = CODEQL.replace("github/codeql-action/init@v3", "actions/setup-node@v4")
+    plain = plain.replace("github/codeql-action/analyze@v3", "actions/setup-python@v5")
+    other = JUDGE.evaluate(await evidence_for({path: plain}, code))
+    assert other.decision == "review", other.reason  # a matrix of no scanner: a human looks

@@ -414,7 +414,26 @@ def _matrix_and_runners(path: str, before: Workflow, after: Workflow) -> Iterato
                 gone = [v for v in values if not any(typed_equal(v, n) for n in new)]
                 if gone:
                     shown = ", ".join(map(str, gone[:5]))
+                    if key.lower() in ("language", "languages") and _scans_code(job):
+                        yield (
+                            "reject",
+                            f"{path}: job {jid!r} drops {shown} from the languages its code "
+                            "scanning analyses (a security check removed); keep them.",
+                        )
+                        continue
                     yield "review", f"{path}: job {jid!r} drops {shown} from its matrix {key}."
+
+
+_SCANNERS = ("github/codeql-action/", "github/codeql-action@")
+
+
+def _scans_code(job: Mapping[str, Any]) -> bool:
+    """Whether a step of ``job`` runs GitHub's code scanning (CodeQL) action."""
+    steps = job.get("steps")
+    return isinstance(steps, list) and any(
+        isinstance(step, Mapping) and str(step.get("uses", "")).lower().startswith(_SCANNERS)
+        for step in steps
+    )
 
 
 def _matrix(job: Mapping[str, Any]) -> Mapping[str, Any]:

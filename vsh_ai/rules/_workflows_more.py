@@ -304,7 +304,23 @@ def _values(matrix: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             yield from ((str(key), v) for v in values)
 
 
-_EVENT_ONLY = re.compile(r"^\s*(\$\{\{)?\s*github\.event_name\s*==\s*'([a-z_]+)'\s*(\}\})?\s*$")
+_EVENT_TEST = re.compile(
+    r"""^\s*(?:\$\{\{)?\s*github\.event_name\s*(==|!=)\s*['"]([a-z_]+)['"]\s*(?:\}\})?\s*$"""
+)
+
+
+def _skipped_on(condition: object, automatic: list[str]) -> list[str]:
+    """The automatic triggers (push, pull_request) on which ``condition`` is provably false:
+    ``github.event_name == 'X'`` skips every other one, ``!= 'X'`` skips X."""
+    test = _EVENT_TEST.match(str(condition))
+    if test is None:
+        return []
+    operator, event = test.groups()
+    if operator == "==":
+        return [e for e in automatic if e != event]
+    return [e for e in automatic if e == event]
+
+
 _PRINT_ENV = re.compile(r"^(printenv|env|set|export\s+-p|declare\s+-p[x]?|compgen\s+-e)\s*(\||$)")
 _VERIFY = re.compile(
     r"\b(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum)\b.*(-c\b|--check)|\bgpg\b.*--verify|"
@@ -331,12 +347,12 @@ def job_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Findi
         checks = bool(before.tools.get(jid))
         condition = job.get("if")
         if checks and condition is not None and not typed_equal(condition, old_job.get("if")):
-            only = _EVENT_ONLY.match(str(condition))
-            if only and automatic and only.group(2) not in automatic:
+            skipped = _skipped_on(condition, automatic)
+            if skipped:
                 yield (
                     "reject",
-                    f"{path}: job {jid!r} now runs only on {only.group(2)} events (if: "
-                    f"{condition}), so its checks are skipped on {' and '.join(automatic)}.",
+                    f"{path}: job {jid!r} gets the condition if: {str(condition)[:80]}, so its "
+                    f"checks are skipped on {' and '.join(skipped)} events.",
                 )
             else:
                 yield (
@@ -349,7 +365,16 @@ def job_findings(path: str, before: Workflow, after: Workflow) -> Iterator[Findi
             condition = step.get("if")
             if condition is None or not tools:
                 continue
-            if _key(condition) not in old_conditions:
+            if _key(condition) in old_conditions:
+                continue
+            skipped = _skipped_on(condition, automatic)
+            if skipped:
+                yield (
+                    "reject",
+                    f"{path}: a check step of job {jid!r} gets the condition if: "
+                    f"{str(condition)[:80]}, so it is skipped on {' and '.join(skipped)} events.",
+                )
+            else:
                 yield (
                     "review",
                     f"{path}: a check step of job {jid!r} gets the condition if: "
