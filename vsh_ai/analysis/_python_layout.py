@@ -19,8 +19,11 @@ _T = TypeVar("_T", bound=ast.AST)
 
 
 def strip_docstrings(tree: _T) -> _T:
-    """Remove docstrings in place (an emptied body becomes ``pass``); returns ``tree``."""
+    """Remove docstrings in place (an emptied body becomes ``pass``) and forget how string
+    constants were prefixed (``u"x"`` is ``"x"`` in Python 3); returns ``tree``."""
     for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.kind is not None:
+            node.kind = None
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             body = node.body
             if (

@@ -116,6 +116,90 @@ def _new_import(stmt: ast.stmt, known: set[str]) -> str | None:
     return None
 
 
+def _same_header(old: ast.ClassDef, new: ast.ClassDef) -> bool:
+    """The same class statement but for its body (name, bases, keywords, decorators)."""
+    return _dump(ast.ClassDef(old.name, old.bases, old.keywords, [], old.decorator_list)) == _dump(
+        ast.ClassDef(new.name, new.bases, new.keywords, [], new.decorator_list)
+    )
+
+
+def _more_names(old: ast.ImportFrom, new: ast.ImportFrom) -> list[str] | None:
+    """The names ``new`` adds to the same ``from module import ...`` (None: not that)."""
+    if (old.module, old.level) != (new.module, new.level):
+        return None
+    before = {(a.name, a.asname) for a in old.names}
+    after = {(a.name, a.asname) for a in new.names}
+    if not before <= after or any(name == "*" for name, _ in after):
+        return None
+    return sorted(asname or name for name, asname in after - before)
+
+
+def _added_tests(
+    old_stmts: list[ast.stmt],
+    new_stmts: list[ast.stmt],
+    old_dumps: list[str],
+    new_dumps: list[str],
+    known: set[str],
+    added: list[str],
+    spans: list[tuple[int, int]],
+    depth: int = 0,
+) -> str | None:
+    """Why ``new_stmts`` are not ``old_stmts`` with only new tests inserted (None: they
+    are). A class statement may gain test methods the same way (a ``unittest`` case), and
+    a ``from m import a`` may gain names (``a, b``) the new tests use."""
+    bound: set[str] = set().union(*(_bound(s) for s in old_stmts)) if old_stmts else set()
+    matcher = difflib.SequenceMatcher(None, old_dumps, new_dumps, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1 and depth < 4:
+            for old, new in zip(old_stmts[i1:i2], new_stmts[j1:j2], strict=True):
+                if isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef):
+                    if not _same_header(old, new):
+                        return f"line {old.lineno}: class {old.name} itself changed"
+                    old_body = [b for b in old.body if not isinstance(b, ast.Pass)]
+                    new_body = [b for b in new.body if not isinstance(b, ast.Pass)]
+                    why = _added_tests(
+                        old_body,
+                        new_body,
+                        [_dump(b) for b in old_body],
+                        [_dump(b) for b in new_body],
+                        known,
+                        added,
+                        spans,
+                        depth + 1,
+                    )
+                    if why is not None:
+                        return why
+                    continue
+                if isinstance(old, ast.ImportFrom) and isinstance(new, ast.ImportFrom):
+                    gained = _more_names(old, new)
+                    if gained is not None and not set(gained) & bound:
+                        bound |= set(gained)
+                        continue
+                return f"line {old.lineno}: existing code changed or removed"
+            continue
+        if tag != "insert":
+            line = old_stmts[i1].lineno if i1 < len(old_stmts) else 0
+            return f"line {line}: existing code changed or removed"
+        for stmt in new_stmts[j1:j2]:
+            why = _new_import(stmt, known)
+            if why == "":
+                why = _new_test(stmt)
+            if why is not None:
+                return why
+            names = _bound(stmt)
+            clash = sorted(names & bound)
+            if clash:
+                return f"line {stmt.lineno}: {clash[0]} is defined again"
+            bound |= names
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                added.append(stmt.name)
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                spans.append((first, stmt.end_lineno or stmt.lineno))
+    return None
+
+
 @_without_gc
 def test_additions(before: bytes | None, after: bytes) -> Proof:
     """Whether ``after`` is ``before`` with only new test functions (and their imports).
@@ -136,31 +220,11 @@ def test_additions(before: bytes | None, after: bytes) -> Proof:
     except (RecursionError, MemoryError):
         return Proof(False, "too deeply nested to compare")
     known = _imported_tops(old_tree)
-    bound: set[str] = set().union(*(_bound(s) for s in old_stmts)) if old_stmts else set()
     added: list[str] = []
     spans: list[tuple[int, int]] = []
-    matcher = difflib.SequenceMatcher(None, old_dumps, new_dumps, autojunk=False)
-    for tag, i1, _, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if tag != "insert":
-            line = old_stmts[i1].lineno if i1 < len(old_stmts) else 0
-            return Proof(False, f"line {line}: existing code changed or removed")
-        for stmt in new_stmts[j1:j2]:
-            why = _new_import(stmt, known)
-            if why == "":
-                why = _new_test(stmt)
-            if why is not None:
-                return Proof(False, why)
-            names = _bound(stmt)
-            clash = sorted(names & bound)
-            if clash:
-                return Proof(False, f"line {stmt.lineno}: {clash[0]} is defined again")
-            bound |= names
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                added.append(stmt.name)
-                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-                spans.append((first, stmt.end_lineno or stmt.lineno))
+    why = _added_tests(old_stmts, new_stmts, old_dumps, new_dumps, known, added, spans)
+    if why is not None:
+        return Proof(False, why)
     if not added:
         return Proof(False, "no test function was added")
     for node, what in patches(new_tree):

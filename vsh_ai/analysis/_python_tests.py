@@ -94,6 +94,7 @@ def _always_true(node: ast.AST) -> str | None:
         and len(node.ops) == 1
         and isinstance(node.ops[0], _ALWAYS_EQUAL_OPS)
         and _dump(node.left) == _dump(node.comparators[0])
+        and _plain(node.left)
     ):
         return "a comparison of an expression with itself"
     if (
@@ -104,6 +105,28 @@ def _always_true(node: ast.AST) -> str | None:
     ):
         return "isinstance(..., object), which always holds"
     return None
+
+
+_PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Slice)
+
+
+def _plain(node: ast.AST) -> bool:
+    """An expression that reads the same value twice in a row: names, constants,
+    attributes, subscripts, literals of them, and calls of such with at least one such
+    argument (``key(1.0, 2.0)``: a deterministic function of the same values). A call
+    with no arguments (``time.time()``) or one that builds a fresh object among its
+    arguments (``key(object(), 1)``, which tests that ``key`` ignores it) is not, nor is an
+    ``await`` or a comprehension."""
+    if isinstance(node, ast.Call):
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        return (
+            bool(arguments) and _plain_value(node.func) and all(_plain_value(a) for a in arguments)
+        )
+    return _plain_value(node)
+
+
+def _plain_value(node: ast.AST) -> bool:
+    return all(isinstance(n, (*_PLAIN, ast.expr_context, ast.keyword)) for n in ast.walk(node))
 
 
 def tautology(kind: str, node: ast.AST) -> str | None:
@@ -118,7 +141,12 @@ def tautology(kind: str, node: ast.AST) -> str | None:
         return _always_true(args[0])
     if name == "assertFalse" and args and isinstance(args[0], ast.Constant):
         return None if args[0].value else "assertFalse of a constant that is always false"
-    if name in _SAME_ARGS and len(args) >= 2 and _dump(args[0]) == _dump(args[1]):
+    if (
+        name in _SAME_ARGS
+        and len(args) >= 2
+        and _dump(args[0]) == _dump(args[1])
+        and _plain(args[0])
+    ):
         return "a comparison of an expression with itself"
     if name in ("assertIsNotNone",) and args and isinstance(args[0], ast.Constant):
         return None if args[0].value is None else "a constant that is never None"

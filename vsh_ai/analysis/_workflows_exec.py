@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ._workflows import Workflow, job_steps, parse_action, run_text
 
-__all__ = ("Execution", "downloads_executed", "executions_added")
+__all__ = ("Execution", "downloads_executed", "executions_added", "script_executions")
 
 _INTERPRETERS = frozenset(
     {
@@ -241,3 +241,10 @@ def executions_added(before: Workflow | None, after: Workflow) -> list[Execution
         return found
     known = {e.key for e in downloads_executed(before)}
     return [e for e in found if e.key not in known]
+
+
+def script_executions(script: str, *, where: str = "script") -> list[Execution]:
+    """Every file ``script`` (a shell script's text) downloads and later runs, in order."""
+    found: list[Execution] = []
+    _scan(where, script, {}, found)
+    return found

@@ -31,6 +31,7 @@ from ._proofs import (
 )
 from ._remediation import AllowSecretRemoval
 from ._renames import AllowModuleRenames
+from ._scripts import ScriptDownloads
 from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets, find_secret
 from ._tests import KeepTestsCollected
@@ -80,6 +81,7 @@ __all__ = (
     "PythonRisks",
     "Rule",
     "RuleSet",
+    "ScriptDownloads",
     "WorkflowRisks",
     "find_secret",
     "glob_matches",

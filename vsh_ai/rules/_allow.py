@@ -239,6 +239,7 @@ class AllowAddedLines(Allowance):
     append-only files such as ignore lists or changelogs: e.g. ``.gitignore`` with
     ``pattern = "[^!#\\s].*|#.*|"`` (new ignore rules, comments or blank lines, never a
     ``!`` re-include). ``kinds`` may add ``create`` (a new file of such lines only).
+    ``removable`` names existing lines that may go or change (comments, blank lines).
     """
 
     type: Literal["allow_added_lines"] = "allow_added_lines"
@@ -250,11 +251,16 @@ class AllowAddedLines(Allowance):
         default=False,
         description="Also claim removing extra copies of a line that stays in the file.",
     )
+    removable: str = Field(
+        default="",
+        description="RE2 full match of existing lines that may be removed or changed (e.g. "
+        "comments and blank lines of an ignore list: a typo fixed in a comment); empty: none.",
+    )
     description: str = Field(default="", description="What this allowance is for.")
 
     _check_paths = field_validator("paths")(globs_given)
 
-    @field_validator("pattern")
+    @field_validator("pattern", "removable")
     @classmethod
     def _re2(cls, pattern: str) -> str:
         compile_re2(pattern)
@@ -274,6 +280,9 @@ class AllowAddedLines(Allowance):
         unmatched.subtract(before)
         remaining = set(after) if self.dedupe else set()
         removed = [line for line, n in unmatched.items() if n < 0 and line not in remaining]
+        if removed and self.removable:
+            removable = compile_re2(self.removable).fullmatch
+            removed = [line for line in removed if not removable(line)]
         if removed:
             return Claim(
                 False,

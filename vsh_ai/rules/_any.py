@@ -25,6 +25,7 @@ from ._proofs import (
 )
 from ._remediation import AllowSecretRemoval
 from ._renames import AllowModuleRenames
+from ._scripts import ScriptDownloads
 from ._secret_tests import AllowPlaceholderTests
 from ._secrets import NoSecrets
 from ._tests import KeepTestsCollected
@@ -67,6 +68,7 @@ AnyRule = Annotated[
         AllowWorkflowEdits,
         WorkflowRisks,
         AllowPlaceholderTests,
+        ScriptDownloads,
     ],
     Field(discriminator="type"),
 ]

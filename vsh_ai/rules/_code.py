@@ -12,6 +12,7 @@ stay unproven: rules cannot prove them safe, so they escalate.
 
 from __future__ import annotations
 
+import re
 import tokenize
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -222,6 +223,10 @@ class AllowPythonDocs(Allowance):
             # A quote-style sweep (same AST: every string keeps its value) is the request
             # itself only when the intent asks for formatting; otherwise it is a sweep.
             asked = "formatting" in claimed_scope(evidence.intent)
+            if _unprefixed(old_tokens) == _unprefixed(new_tokens) and _PREFIX_ASKED.search(
+                evidence.intent or ""
+            ):
+                return Claim(True, f"{path}: only redundant u'' string prefixes dropped, as asked")
             if not asked or _quotes_only(old_tokens) != _quotes_only(new_tokens):
                 return Claim(
                     False,
@@ -230,6 +235,21 @@ class AllowPythonDocs(Allowance):
                 )
             return Claim(True, f"{path}: only the quote style of strings changed, as asked")
         return Claim(True, f"{path}: only comments, docstrings or spacing changed")
+
+
+_PREFIX_ASKED = re.compile(r"(?i)\bprefix(?:es)?\b")
+
+
+def _unprefixed(
+    tokens: tuple[tuple[int, str], ...] | None,
+) -> tuple[tuple[int, str], ...] | None:
+    """The tokens with a string's ``u`` prefix dropped (it means nothing in Python 3)."""
+    if tokens is None:
+        return None
+    return tuple(
+        (kind, text[1:] if kind == tokenize.STRING and text[:1] in "uU" else text)
+        for kind, text in tokens
+    )
 
 
 def _quotes_only(

@@ -17,6 +17,7 @@ Denials such as ``python_risks`` still run on the same code.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -232,7 +233,9 @@ class AllowTestAdditions(_PythonProof):
             return proof
         # Bandit as a second opinion on the new code only (its cost grows with its input).
         lines = after.decode("utf-8", "replace").splitlines()
-        new_code = "\n".join("\n".join(lines[a - 1 : b]) for a, b in proof.spans) + "\n"
+        # Each span dedented: a test method of a class is indented in its file.
+        new_code = "\n".join(textwrap.dedent("\n".join(lines[a - 1 : b])) for a, b in proof.spans)
+        new_code += "\n"
         found = bandit_findings(new_code)
         if found:
             named = ", ".join(sorted({f"{test_id} {name}" for test_id, name, _ in found}))
