@@ -43,18 +43,22 @@ async def test_a_secret_literal_swapped_for_a_lookup_is_approved(evidence_for, p
 
 
 @pytest.mark.parametrize(
-    ("new", "why"),
+    ("old", "new", "why"),
     [
-        (f"process.env.HMAC_SECRET || '{KEY}'", "the literal survives as a fallback"),
-        ("process.env.PAGE_SIZE", "the variable's name is no secret's"),
-        ("process.env.HMAC_SECRET).update(d).digest('hex'", "more than the literal changes"),
+        (f"'{KEY}'", f"process.env.HMAC_SECRET || '{KEY}'", "the literal survives as a fallback"),
+        (f"'{KEY}'", "process.env.PAGE_SIZE", "the variable's name is no secret's"),
+        (
+            f"'{KEY}').update(d)",
+            "process.env.HMAC_SECRET).update(d).digest('hex')",
+            "more than the literal changes",
+        ),
     ],
 )
-async def test_other_edits_of_the_line_are_not_proven(evidence_for, new: str, why: str) -> None:
-    code = patch("lib/hmac.ts", f"'{KEY}')", new if new.endswith("'") else new + ")")
-    evidence = await evidence_for({"lib/hmac.ts": TS}, code)
+async def test_other_edits_of_the_line_are_not_proven(evidence_for, old, new, why) -> None:
+    evidence = await evidence_for({"lib/hmac.ts": TS}, patch("lib/hmac.ts", old, new))
     verdict = load_judge("secrets-hygiene", skip_llm=True).evaluate(evidence)  # type: ignore[union-attr]
-    assert verdict.decision != "approve", why
+    assert verdict.decision == "review", why
+    assert "lib/hmac.ts" in verdict.reason, verdict.reason
 
 
 @pytest.mark.parametrize(

@@ -160,11 +160,12 @@ class ConfigValues(Rule):
                 f"comments for ({_MAX_READ}); a human must review them."
             )
         text = after_bytes.decode("utf-8", "replace")
+        before_text = before_bytes.decode("utf-8", "replace") if before_bytes else ""
         fmt = detect_format(path) if self.format == "auto" else self.format
         checker = Checker(self.limits, fmt, before, after, MISSING) if self.limits else None
         if checker is not None:
             checker.explain = False
-            checker.before_text = before_bytes.decode("utf-8", "replace") if before_bytes else ""
+            checker.before_text = before_text
         commented = any(mark in text for mark in ("#", ";", "//", "!"))
         for change in changes:
             key, old, new = change.key, change.before, change.after
@@ -174,15 +175,18 @@ class ConfigValues(Rule):
                     out[decision].append(f"{path}: {key} {problem.text}; keep the URL as it was.")
             if new is MISSING:
                 continue
-            if self.binds and _all_interfaces(new) and not _all_interfaces(old):
-                before_text = before_bytes.decode("utf-8", "replace") if before_bytes else ""
-                if _names_admin(key, key_context(before_text, key).comments):
-                    out[self.bind_action].append(
-                        f"{path}: {key} = {short(new)} listens on every interface, and this "
-                        "listener serves an admin endpoint (its name or the file's comment "
-                        "says so); keep it bound to the address it had."
-                    )
-                    continue
+            if (
+                self.binds
+                and _all_interfaces(new)
+                and not _all_interfaces(old)
+                and _names_admin(key, key_context(before_text, key).comments)
+            ):
+                out[self.bind_action].append(
+                    f"{path}: {key} = {short(new)} listens on every interface, and this "
+                    "listener serves an admin endpoint (its name or the file's comment "
+                    "says so); keep it bound to the address it had."
+                )
+                continue
             if checker is not None:
                 broken = checker.bounds(key, old, new)
                 if broken:
