@@ -5,14 +5,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from vsh_ai import Evidence
-from vsh_ai._simulate import simulate
+# Bytecode is cached as on any install, also where PYTHONDONTWRITEBYTECODE is set: the
+# suite starts about a hundred Python processes (xdist workers, the CLI, tutorials,
+# durable workers) that would each compile vsh-ai's modules again (2-3 s of CPU apiece).
+# Set before vsh-ai is imported below; the variable is dropped so that child processes
+# (all started after this) read and write the same cache.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+from vsh_ai import Evidence  # noqa: E402
+from vsh_ai._simulate import simulate  # noqa: E402
 
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 

@@ -60,6 +60,7 @@ def test_the_default_config_sets_warning_and_respects_a_given_level(tmp_path: Pa
     assert dbos_config("app", directory=tmp_path, log_level="DEBUG")["log_level"] == "DEBUG"
 
 
+@pytest.mark.slow  # launches DBOS twice, each in a new process (~10 s): CI runs it (.ci/run)
 def test_a_default_launch_prints_no_info_lines(tmp_path: Path) -> None:
     quiet = _launch(tmp_path / "quiet", "{}")
     assert _info_lines(quiet.stdout + quiet.stderr) == []

@@ -78,6 +78,7 @@ class Vandal:
         return Verdict.approve("fine", judge=self.id)
 
 
+@pytest.mark.slow  # every bundled suite (~11 s): CI runs it (.ci/run)
 async def test_an_always_right_judge_scores_perfectly_on_every_bundled_suite() -> None:
     report = await run_evals(find_suites(), EvalOptions(judge="tests.test_evals_runner:Oracle"))
     assert report.run_failures == []

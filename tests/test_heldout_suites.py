@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = sorted((ROOT / "evals" / "heldout").glob("*.yaml"))
 
 
+@pytest.mark.slow  # every held-out suite (~800 cases, ~18 s): CI runs it (.ci/run)
 def test_heldout_suites_get_no_unsafe_approval_from_the_rule_judges(tmp_path: Path) -> None:
     assert len(SUITES) >= 10, "the held-out suites are kept in the repository"
     script = shutil.which("vsh-ai", path=str(Path(sys.executable).parent))

@@ -16,6 +16,7 @@ import pytest
 SCRIPT = Path(sys.executable).with_name("vsh-ai")
 
 
+@pytest.mark.slow  # every bundled suite twice in a subprocess (~30 s): CI runs it (.ci/run)
 @pytest.mark.skipif(not SCRIPT.is_file(), reason="console script not installed")
 @pytest.mark.parametrize("stress", ["always-approve", "injection"])
 def test_rules_approve_nothing_unsafe_in_front_of_a_wrong_model(

@@ -3,6 +3,7 @@ or a copy of its own that nothing it does can carry to another stage or the hook
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -54,11 +55,13 @@ def reads_only(judge: Judge) -> bool:
     judge, a subclass or a rule set holding a custom rule gets its own copy
     (:func:`isolated`), so nothing it does reaches another stage or the hook.
     """
-    from .llm._judge import LLMCommitJudge  # the llm and rules packages import this module
-    from .rules._base import RuleSet
+    from .rules._base import RuleSet  # the rules package imports this module
 
     kind = type(judge)
-    if kind is LLMCommitJudge:
+    # An LLMCommitJudge exists only once its module is loaded: a rules-only process (an
+    # eval worker) never imports Pydantic AI just to ask.
+    llm = sys.modules.get(f"{__package__}.llm._judge")
+    if llm is not None and kind is llm.LLMCommitJudge:
         return True
     if kind is not RuleSet:
         return False

@@ -14,7 +14,7 @@ warning and a docstring may stay in the shim; nothing else.
 from __future__ import annotations
 
 import ast
-import copy
+from typing import Any
 
 __all__ = ("equal_modulo_renames", "module_name", "package_of", "shim_gaps")
 
@@ -125,8 +125,24 @@ def equal_modulo_renames(
 ) -> bool:
     """Whether ``new`` is ``old`` once every ``renames`` key (a new module name) is read
     back as its value (the old name). Neither tree is modified."""
-    back = _ReadBack(renames, package).visit(copy.deepcopy(new))
+    back = _ReadBack(renames, package).visit(_clone(new))
     return ast.dump(old) == ast.dump(back)
+
+
+def _clone(node: Any) -> Any:
+    """A copy of a syntax tree's fields (what ``ast.dump`` compares; positions dropped),
+    several times faster than ``copy.deepcopy``: leaves (str, int, bytes, None, constant
+    tuples) are immutable and shared."""
+    if isinstance(node, ast.AST):
+        kind = type(node)
+        copied = kind.__new__(kind)
+        for name in node._fields:
+            if hasattr(node, name):
+                setattr(copied, name, _clone(getattr(node, name)))
+        return copied
+    if isinstance(node, list):
+        return [_clone(item) for item in node]
+    return node
 
 
 def _bound(tree: ast.Module) -> set[str]:

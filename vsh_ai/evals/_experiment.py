@@ -30,6 +30,7 @@ from pydantic_evals.reporting.analyses import ReportAnalysis, ScalarResult
 from ._metrics import Observation, compute_metrics
 from ._outcome import CaseError, CaseOutcome, RunResult, Skipped
 from ._runner import CaseRunner, lane_order
+from ._split import SuiteQueue
 from ._suite import EvalCase, Expected, Suite
 
 __all__ = (
@@ -192,12 +193,15 @@ async def run_experiment(
     repeat: int = 1,
     lanes: int = 1,
     progress: bool = False,
+    queue: SuiteQueue | None = None,
 ) -> Experiment:
     """Run the suite's labelled cases as a pydantic-evals experiment, ``lanes`` at once.
 
     Cases go in ``lane_order`` (runs started together rarely need the same before-state);
     the task of a case is one real run on ``runner``. A run that fails raises
     ``CaseRunError`` inside the case span, so pydantic-evals reports it as a failure.
+    With ``queue`` the runs are made by its lanes (here and in a worker process) and a
+    case's task waits for its run.
     """
     cases = {case.id: case for case in suite.cases}
     results: dict[str, list[RunResult]] = {}
@@ -206,19 +210,23 @@ async def run_experiment(
         runs = results.setdefault(ref.case_id, [])
         slot = len(runs)
         runs.append(Skipped(case_id=ref.case_id, reason="running"))
-        result = await runner.run(cases[ref.case_id], first=slot == 0)
+        if queue is not None:
+            result = await queue.result(cases[ref.case_id], slot)
+        else:
+            result = await runner.run(cases[ref.case_id], first=slot == 0)
         runs[slot] = result
         if isinstance(result, CaseOutcome):
             return CaseDecision.of(result)
         kind = type(result.error).__name__ if isinstance(result, CaseError) else "Skipped"
         raise CaseRunError(f"case {ref.case_id!r} could not be run ({kind}; see the report)")
 
-    runner.share(suite.cases, lanes)
+    if queue is None:
+        runner.share(suite.cases, lanes)
     report = await build_dataset(suite, lane_order(suite.cases, lanes)).evaluate(
         judge_case,
         name=f"{suite.scenario} / {judge_id}",
         task_name=f"judge {suite.scenario}",
-        max_concurrency=lanes,
+        max_concurrency=lanes if queue is None else None,
         repeat=repeat,
         progress=progress,
     )

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ import anyio
 from .._hooks import JudgeHook
 from ._mutants import Signature
 from ._outcome import RunResult, traced_hook
-from ._runner import run_families
+from ._runner import CaseRunner, run_families
 from ._suite import EvalCase, Suite
 
 __all__ = (
@@ -31,8 +32,11 @@ __all__ = (
     "WorkerError",
     "close_started",
     "default_workers",
+    "give_back",
+    "idle_cpus",
     "run_in_pool",
     "start_workers",
+    "take_worker",
 )
 
 Chunk = tuple[int, list[int]]
@@ -41,22 +45,61 @@ Chunk = tuple[int, list[int]]
 _HOOKS: dict[tuple[str, str | None, str | None, int], JudgeHook] = {}
 
 
-def default_workers() -> int:
-    """Worker processes to use: the idle CPUs this process may run on, at most 2.
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) clock ticks of all CPUs so far (Linux ``/proc/stat``), else None."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    return fields[3] + fields[4], sum(fields)  # idle + iowait; user ... steal
 
-    On a machine already busy (1-minute load at or above its CPU count) extra processes
-    get no extra CPU and only add start-up work, so the run stays in one process.
-    Results are identical either way; only the wall time differs.
+
+_SAMPLE = (time.monotonic(), _cpu_times())
+"""Taken at import: ``idle_cpus`` measures from here (the caller's imports are the window)."""
+
+
+def idle_cpus() -> float | None:
+    """CPUs idle lately (since this module's import if that was 0.2-10 s ago, else over
+    the next 0.1 s), counting this process's own work as busy; None off Linux."""
+    started, first = _SAMPLE
+    if first is None:
+        return None
+    if not 0.2 <= time.monotonic() - started <= 10:
+        first = _cpu_times()
+        time.sleep(0.1)
+    last = _cpu_times()
+    if first is None or last is None or last[1] <= first[1]:
+        return None
+    return (os.cpu_count() or 1) * (last[0] - first[0]) / (last[1] - first[1])
+
+
+def default_workers() -> int:
+    """Worker processes to use: 2 when this process may run on two CPUs or more and at
+    least half a CPU beside its own was idle lately (``idle_cpus``), else 1.
+
+    On a machine already busy extra processes get no extra CPU and only add start-up
+    work, so the run stays in one process. The idle time is measured, not the load
+    average: that lags a minute, so runs back to back would see their own load. Without
+    ``/proc/stat`` the 1-minute load average below the CPU count decides. Results are
+    identical either way; only the wall time differs.
     """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
-    try:
+    if cpus < 2:
+        return 1
+    idle = idle_cpus()
+    if idle is not None:
+        return 2 if idle >= 0.5 else 1
+    try:  # pragma: no cover - Linux has /proc/stat
         busy = os.getloadavg()[0] >= cpus
     except OSError:  # pragma: no cover - no load average on this platform
         busy = False
-    return 1 if busy else max(1, min(2, cpus))
+    return 1 if busy else 2
 
 
 def _hook(suite: Suite, judge: str | None, stress: str | None, concurrency: int) -> JudgeHook:
@@ -71,34 +114,54 @@ def _hook(suite: Suite, judge: str | None, stress: str | None, concurrency: int)
     return _HOOKS[key]
 
 
-def _work(
-    suite: Suite,
-    families: list[list[EvalCase]],
-    judge: str | None,
-    stress: str | None,
-    repeat: int,
-    concurrency: int,
-    scratch: Path | None,
-    signatures: Mapping[str, Signature | None],
-) -> list[list[RunResult]]:
-    """In a worker: run some families of one suite with a judge built from its spec."""
-    os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
-    hook = _hook(suite, judge, stress, concurrency)
-    limiter = anyio.CapacityLimiter(concurrency)
+class _Served:
+    """A worker's state across jobs: per suite and judge, one ``CaseRunner`` whose
+    materialised workspaces and open runtimes later jobs reuse, and one limiter."""
 
-    async def go() -> list[list[RunResult]]:
-        return await run_families(
-            suite,
-            families,
-            hook,
-            repeat=repeat,
-            concurrency=concurrency,
-            scratch=scratch,
-            limiter=limiter,
-            signatures=signatures,
+    def __init__(self) -> None:
+        self.suites: dict[str, Suite] = {}
+        self.runners: dict[tuple[str, str | None, str | None, int], CaseRunner] = {}
+
+    async def work(
+        self,
+        suite: Suite | str | tuple[str, Suite],
+        families: list[list[EvalCase]],
+        judge: str | None,
+        stress: str | None,
+        repeat: int,
+        concurrency: int,
+        scratch: Path | None,
+        signatures: Mapping[str, Signature | None],
+    ) -> tuple[list[list[RunResult]], dict[str, Signature | None]]:
+        """Run some families of one suite with a judge built from its spec; the runs, and
+        the diff signatures of the labelled cases among them. ``suite`` is the suite, or
+        (the first time) a key and the suite, then the key alone."""
+        if isinstance(suite, tuple):
+            self.suites[suite[0]] = suite[1]
+            key, suite = suite
+        elif isinstance(suite, str):
+            key, suite = suite, self.suites[suite]
+        else:
+            key = f"{suite.path}"
+        hook = _hook(suite, judge, stress, concurrency)
+        slot = (key, judge, stress, concurrency)
+        runner = self.runners.get(slot)
+        if runner is None:
+            runner = CaseRunner(
+                suite, hook, scratch=scratch, limiter=anyio.CapacityLimiter(concurrency)
+            )
+            self.runners[slot] = runner
+        known = set(runner.signatures)
+        runner.signatures.update(signatures)
+        runs = await run_families(
+            suite, families, hook, repeat=repeat, concurrency=concurrency, runner=runner
         )
+        found = {k: v for k, v in runner.signatures.items() if k not in known | signatures.keys()}
+        return runs, found
 
-    return anyio.run(go)
+    async def close(self) -> None:
+        for runner in self.runners.values():
+            await runner.close()
 
 
 def _chunks(sizes: Sequence[Sequence[int]], workers: int) -> list[Chunk]:
@@ -156,10 +219,30 @@ class _Worker:
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self._sent: dict[int, str] = {}
         _send(self.stdin, list(sys.path))
 
-    def run(self, job: tuple[Any, ...]) -> list[list[RunResult]]:
+    def run(
+        self, job: tuple[Any, ...]
+    ) -> tuple[list[list[RunResult]], dict[str, Signature | None]]:
+        """One job (``_Served.work``'s arguments) and its reply."""
+        self.submit(job)
+        return self.collect()
+
+    def submit(self, job: tuple[Any, ...]) -> None:
+        """Send a job without waiting (replies come in order: ``collect``); a suite
+        travels once, then by key."""
+        suite = job[0]
+        key = self._sent.get(id(suite))
+        if key is None:
+            key = self._sent[id(suite)] = f"{len(self._sent)}:{suite.path}"
+            job = ((key, suite), *job[1:])
+        else:
+            job = (key, *job[1:])
         _send(self.stdin, job)
+
+    def collect(self) -> tuple[list[list[RunResult]], dict[str, Signature | None]]:
+        """The reply to the oldest job not yet collected."""
         try:
             kind, value = _receive(self.stdout)
         except EOFError:
@@ -168,7 +251,7 @@ class _Worker:
             ) from None
         if kind == "error":
             raise WorkerError(value)
-        return cast(list[list[RunResult]], value)
+        return cast(tuple[list[list[RunResult]], dict[str, Signature | None]], value)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -196,7 +279,17 @@ def close_started() -> None:
         _STARTED.pop().close()
 
 
-def _take_worker() -> _Worker:
+def give_back(worker: _Worker) -> None:
+    """Keep a worker that is still healthy for the next pool run (``close_started`` stops
+    it if none takes it)."""
+    if worker.process.poll() is None:
+        _STARTED.append(worker)
+    else:
+        worker.close()
+
+
+def take_worker() -> _Worker:
+    """A worker started in advance (``start_workers``), or a new one."""
     try:
         return _STARTED.pop()
     except IndexError:
@@ -229,7 +322,7 @@ def run_in_pool(
     errors: list[BaseException] = []
 
     def drain() -> None:
-        worker = _take_worker()
+        worker = take_worker()
         try:
             while not errors:
                 with lock:
@@ -246,7 +339,7 @@ def run_in_pool(
                     scratch,
                     dict(signatures[suite_index]) if signatures else {},
                 )
-                done = worker.run(job)
+                done, _ = worker.run(job)
                 for family, result in zip(families, done, strict=True):
                     results[suite_index][family] = result
                 if on_runs_done is not None:
@@ -267,20 +360,29 @@ def run_in_pool(
 
 
 def _serve() -> None:
-    """Worker main loop: read jobs from stdin, write results to stdout, until EOF."""
+    """Worker main: read jobs from stdin, write results to stdout, until EOF."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything printed by a judge must not corrupt the pipe
     sys.path[:] = _receive(stdin)
-    while True:
-        try:
-            job = _receive(stdin)
-        except EOFError:
-            return
-        try:
-            reply: tuple[str, Any] = ("ok", _work(*job))
-        except Exception as error:
-            reply = ("error", f"{type(error).__name__}: {error}")
-        _send(stdout, reply)
+    os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
+    anyio.run(_serve_jobs, stdin, stdout)
+
+
+async def _serve_jobs(stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    served = _Served()
+    try:
+        while True:
+            try:
+                job = await anyio.to_thread.run_sync(_receive, stdin)
+            except EOFError:
+                return
+            try:
+                reply: tuple[str, Any] = ("ok", await served.work(*job))
+            except Exception as error:
+                reply = ("error", f"{type(error).__name__}: {error}")
+            _send(stdout, reply)
+    finally:
+        await served.close()
 
 
 if __name__ == "__main__":

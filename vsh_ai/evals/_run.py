@@ -32,6 +32,7 @@ from ._pool import close_started, default_workers, run_in_pool, start_workers
 from ._report import EvalReport
 from ._runner import plan_families, run_families
 from ._scoring import Labelled, score_labelled, suite_result
+from ._split import RemoteLane
 from ._suite import Suite, load_suite
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ __all__ = (
 STRESS_TIMEOUT_S = 0.5
 POOL_MIN_RUNS = 1000
 """Below this many runs (unless ``workers`` is set), starting processes costs more than it saves."""
+SHARE_MIN_RUNS = 300
+"""Below this many labelled runs (unless ``workers`` is set), they stay in this process: a
+worker's start-up (about 2 s of CPU on its own core) would not pay for itself."""
 
 
 class EvalSetupError(ValueError):
@@ -309,9 +313,11 @@ async def run_evals(suites: Sequence[Path | Suite], options: EvalOptions) -> Eva
     # Start the workers a pool run will need now: they import while judges are built and
     # the labelled cases run. Estimated before planning (a case has about 5 mutants); a
     # guess too high only costs the spare workers' start-up.
-    mutant_runs = sum(len(suite.cases) for suite in loaded) * options.repeat * 5
-    if _pooled(options, workers, mutant_runs):
+    labelled_runs = sum(len(suite.cases) for suite in loaded) * options.repeat
+    if _pooled(options, workers, labelled_runs * 5):
         start_workers(workers)
+    elif _shared(options, workers, labelled_runs):
+        start_workers(1)
     try:
         return await _run_loaded(loaded, options, workers)
     finally:
@@ -326,6 +332,14 @@ def run_evals_sync(suites: Sequence[Path | Suite], options: EvalOptions) -> Eval
     """``run_evals`` from code that has no event loop running (scripts, notebooks' cells
     excepted): ``anyio.run(run_evals, suites, options)``."""
     return anyio.run(run_evals, suites, options)
+
+
+def _shared(options: EvalOptions, workers: int, labelled_runs: int) -> bool:
+    """Whether labelled cases are shared with a worker process (``_split``): two CPUs, a
+    judge that travels as a spec, enough runs, and no Logfire (a worker's judge spans
+    would not sit in the experiment's case spans)."""
+    wanted = options.workers is not None or labelled_runs >= SHARE_MIN_RUNS
+    return workers > 1 and wanted and _poolable(options) and not options.logfire
 
 
 def _pooled(options: EvalOptions, workers: int, mutant_runs: int) -> bool:
@@ -352,6 +366,19 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
     mutant_total = sum(len(f) for plan in mutant_plans for f in plan) * options.repeat
     mutant_runs: list[list[list[RunResult]] | None] = [None] * len(prepared)
     pooled = False
+    labelled_runs = sum(len(suite.cases) for suite in loaded) * options.repeat
+    remote = (
+        RemoteLane(
+            judge=options.judge if isinstance(options.judge, str) else None,
+            stress=options.stress,
+            repeat=options.repeat,
+            concurrency=options.concurrency,
+            scratch=options.scratch,
+            suites=len(prepared),
+        )
+        if _shared(options, workers, labelled_runs)
+        else None
+    )
 
     def advance(index: int) -> Callable[[], None] | None:
         if bar is None:
@@ -362,7 +389,15 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
 
         async def label(index: int) -> None:
             suite, judge, _ = prepared[index]
-            labelled[index] = await score_labelled(
+            try:
+                labelled[index] = await _label(index, suite, judge)
+            except BaseException:
+                if remote is not None:
+                    remote.close()  # the worker must not wait for this suite's queue
+                raise
+
+        async def _label(index: int, suite: Suite, judge: Judge) -> Labelled:
+            return await score_labelled(
                 suite,
                 judge,
                 hooks[index],
@@ -371,11 +406,18 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
                 scratch=options.scratch,
                 limiter=limiter,
                 on_run_done=advance(index),
+                remote=remote,
             )
 
-        async with anyio.create_task_group() as group:
-            for index in range(len(prepared)):
-                group.start_soon(label, index)
+        try:
+            async with anyio.create_task_group() as group:
+                if remote is not None:
+                    group.start_soon(partial(anyio.to_thread.run_sync, remote.serve))
+                for index in range(len(prepared)):
+                    group.start_soon(label, index)
+        finally:
+            if remote is not None:
+                remote.close()
         done = [item for item in labelled if item is not None]
         # Mutants need their labelled case's diff, so they run after the experiment. (Run
         # beside it, the workers must preview every labelled case again for that diff:
@@ -440,5 +482,5 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
         overall=compute_metrics(observations),
         run_failures=failures,
         mutants=compute_metrics(mutant_observations) if options.mutants else None,
-        workers=workers if pooled else 1,
+        workers=workers if pooled else 2 if remote is not None else 1,
     )

@@ -29,6 +29,7 @@ from ._workspace import Workspace, before_key, diff_signature, fast_scratch
 
 __all__ = (
     "CaseRunner",
+    "chunk_cases",
     "lane_order",
     "lanes_for",
     "plan_families",
@@ -230,6 +231,20 @@ def _chunks(units: Sequence[Unit], lanes: int) -> list[list[Unit]]:
     return chunks
 
 
+def chunk_cases(cases: Sequence[EvalCase], size: int = 8) -> list[list[EvalCase]]:
+    """``cases`` grouped by before-state (first-seen order), each group cut into even
+    pieces of at most ``size``: what one lane runs on one workspace."""
+    groups: dict[str, list[EvalCase]] = {}
+    for case in cases:
+        groups.setdefault(before_key(case), []).append(case)
+    chunks: list[list[EvalCase]] = []
+    for group in groups.values():
+        pieces = math.ceil(len(group) / size)
+        step = math.ceil(len(group) / pieces)
+        chunks.extend(group[start : start + step] for start in range(0, len(group), step))
+    return chunks
+
+
 def lane_order(cases: Sequence[EvalCase], lanes: int) -> list[EvalCase]:
     """``cases`` reordered so that runs taken ``lanes`` at a time share few before-states.
 
@@ -300,6 +315,8 @@ async def run_families(
     limiter: anyio.CapacityLimiter | None = None,
     on_run_done: Callable[[], None] | None = None,
     signatures: Mapping[str, Signature | None] | None = None,
+    signatures_out: dict[str, Signature | None] | None = None,
+    runner: CaseRunner | None = None,
 ) -> list[list[RunResult]]:
     """Run every family's cases; results per family in input order (case by case, repeats
     together).
@@ -308,16 +325,21 @@ async def run_families(
     cases' diffs, from runs made elsewhere) a family may hold mutants only. Runs of one
     before-state go in chunks on one workspace (``CaseRunner``), so that the suite's lanes
     (``lanes_for``) can run at once. Labelled cases run first, their mutants after.
+    ``signatures_out`` receives the diff signatures of the labelled cases run. With
+    ``runner`` (its hook and signatures are used, its workspaces kept open for later
+    calls) the runs go on that runner's workspaces.
     """
     results: list[list[RunResult | None]] = [[None] * (len(f) * repeat) for f in families]
-    runner = CaseRunner(
-        suite,
-        hook,
-        scratch=scratch,
-        limiter=limiter,
-        on_run_done=on_run_done,
-        signatures=signatures,
-    )
+    owned = runner is None
+    if runner is None:
+        runner = CaseRunner(
+            suite,
+            hook,
+            scratch=scratch,
+            limiter=limiter,
+            on_run_done=on_run_done,
+            signatures=signatures,
+        )
     width = lanes_for(hook, concurrency)
 
     async def lane(chunk: list[Unit], lanes: anyio.CapacityLimiter) -> None:
@@ -349,7 +371,10 @@ async def run_families(
                 for chunk in _chunks(phase, width):
                     group.start_soon(lane, chunk, lanes)
     finally:
-        await runner.close()
+        if owned:
+            await runner.close()
+    if signatures_out is not None:
+        signatures_out.update(runner.signatures)
     done: list[list[RunResult]] = []
     for index, family_results in enumerate(results):
         row: list[RunResult] = []
