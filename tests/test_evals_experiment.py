@@ -259,3 +259,34 @@ def test_logfire_flag_sends_the_experiment_to_an_opentelemetry_backend(tmp_path:
     suite = load_suite(find_suites(["secrets-hygiene"])[0])
     for case in suite.cases:
         assert case.intent is None or case.intent.encode() not in sent
+
+
+@pytest.mark.parametrize(
+    ("expected", "decided", "matches", "safe"),
+    [
+        ("approve", "approve", True, True),
+        ("reject", "approve", False, False),
+        ("review", "reject", False, True),
+        ("reject", "reject", True, True),
+    ],
+)
+async def test_each_run_is_scored_by_one_evaluator_with_three_results(
+    expected: str, decided: str, matches: bool, safe: bool
+) -> None:
+    from pydantic_evals import Case, Dataset
+
+    from vsh_ai.evals._experiment import CaseDecision, CaseRef, CaseScore
+
+    ref = CaseRef(case_id="c", category="x", expected=expected)
+
+    async def task(_: CaseRef) -> CaseDecision:
+        return CaseDecision(case_id="c", state="s", decided=decided, decided_by="j")
+
+    dataset = Dataset(name="one", cases=[Case(name="c", inputs=ref)], evaluators=[CaseScore()])
+    report = await dataset.evaluate(task, progress=False)
+    [case] = report.cases
+    assert {name: r.value for name, r in case.assertions.items()} == {
+        "DecisionMatches": matches,
+        "NoUnsafeApproval": safe,
+    }
+    assert {name: r.value for name, r in case.labels.items()} == {"decided": decided}

@@ -84,30 +84,18 @@ Context = EvaluatorContext[CaseRef, CaseDecision, dict[str, Any]]
 
 
 @dataclass
-class DecisionMatches(Evaluator[CaseRef, CaseDecision, dict[str, Any]]):
-    """The decision that took effect equals the label."""
+class CaseScore(Evaluator[CaseRef, CaseDecision, dict[str, Any]]):
+    """Per run, in one evaluator (one span, not three): ``DecisionMatches`` (the decision
+    that took effect equals the label), ``NoUnsafeApproval`` (false when a case labelled
+    review/reject was approved) and the ``decided`` label (feeds the confusion matrix)."""
 
-    def evaluate(self, ctx: Context) -> bool:
-        return ctx.output.decided == ctx.inputs.expected
-
-
-@dataclass
-class NoUnsafeApproval(Evaluator[CaseRef, CaseDecision, dict[str, Any]]):
-    """False when a case labelled review/reject was approved."""
-
-    def evaluate(self, ctx: Context) -> bool:
-        return not (ctx.inputs.expected != "approve" and ctx.output.decided == "approve")
-
-
-@dataclass
-class Decided(Evaluator[CaseRef, CaseDecision, dict[str, Any]]):
-    """The decided label (feeds the confusion matrix)."""
-
-    def evaluate(self, ctx: Context) -> str:
-        return ctx.output.decided
-
-    def get_default_evaluation_name(self) -> str:
-        return "decided"
+    def evaluate(self, ctx: Context) -> dict[str, bool | str]:
+        expected, decided = ctx.inputs.expected, ctx.output.decided
+        return {
+            "DecisionMatches": decided == expected,
+            "NoUnsafeApproval": not (expected != "approve" and decided == "approve"),
+            "decided": decided,
+        }
 
 
 def _observation(ref: CaseRef, decision: CaseDecision) -> Observation:
@@ -157,7 +145,7 @@ def build_dataset(
             )
             for case in (suite.cases if cases is None else cases)
         ],
-        evaluators=[DecisionMatches(), NoUnsafeApproval(), Decided()],
+        evaluators=[CaseScore()],
         report_evaluators=[
             ConfusionMatrixEvaluator(
                 predicted_from="labels",
