@@ -96,6 +96,21 @@ async def test_a_worker_that_dies_gives_its_chunks_back(monkeypatch: pytest.Monk
     assert judged == {f"pid {os.getpid()}"}  # every judged run was made here
 
 
+async def test_a_worker_that_cannot_start_leaves_every_chunk_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_process() -> None:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr("vsh_ai.evals._split.take_worker", no_process)
+    [path] = find_suites(["dependency-updates"])
+    suite = load_suite(path)
+    remote, results = await _shared(suite, None, lanes=1)
+    assert remote.failure == "the eval worker did not start: no more processes"
+    assert [r.case_id for r in results] == [c.id for c in suite.cases]
+    assert all(isinstance(r, CaseOutcome) for r in results)
+
+
 async def test_run_evals_shares_labelled_cases_and_reports_two_processes() -> None:
     paths = find_suites(["data-cleanup", "dependency-updates"])
     inline = await run_evals(paths, EvalOptions(workers=1))

@@ -177,8 +177,13 @@ class RemoteLane:
     def serve(self) -> None:
         """Feed the worker until the queues are empty, keeping ``IN_FLIGHT`` jobs queued
         in its pipe (it never waits for this process's loop to take a reply); replies
-        are read by a second thread, in order, and handed to the loop."""
-        worker = take_worker()
+        are read by a second thread, in order, and handed to the loop. A worker that
+        cannot start takes nothing: this process's lanes run every chunk."""
+        try:
+            worker = take_worker()
+        except OSError as error:
+            self.failure = f"the eval worker did not start: {error}"
+            return
         token = anyio.from_thread.run_sync(anyio.lowlevel.current_token)
         sent: deque[tuple[SuiteQueue, list[EvalCase]] | None] = deque()
         ready = threading.Condition()
