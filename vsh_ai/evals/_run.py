@@ -390,24 +390,21 @@ async def _run_loaded(loaded: list[Suite], options: EvalOptions, workers: int) -
         async def label(index: int) -> None:
             suite, judge, _ = prepared[index]
             try:
-                labelled[index] = await _label(index, suite, judge)
+                labelled[index] = await score_labelled(
+                    suite,
+                    judge,
+                    hooks[index],
+                    repeat=options.repeat,
+                    concurrency=options.concurrency,
+                    scratch=options.scratch,
+                    limiter=limiter,
+                    on_run_done=advance(index),
+                    remote=remote,
+                )
             except BaseException:
                 if remote is not None:
                     remote.close()  # the worker must not wait for this suite's queue
                 raise
-
-        async def _label(index: int, suite: Suite, judge: Judge) -> Labelled:
-            return await score_labelled(
-                suite,
-                judge,
-                hooks[index],
-                repeat=options.repeat,
-                concurrency=options.concurrency,
-                scratch=options.scratch,
-                limiter=limiter,
-                on_run_done=advance(index),
-                remote=remote,
-            )
 
         try:
             async with anyio.create_task_group() as group:

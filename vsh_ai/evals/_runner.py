@@ -231,14 +231,19 @@ def _chunks(units: Sequence[Unit], lanes: int) -> list[list[Unit]]:
     return chunks
 
 
-def chunk_cases(cases: Sequence[EvalCase], size: int = 8) -> list[list[EvalCase]]:
-    """``cases`` grouped by before-state (first-seen order), each group cut into even
-    pieces of at most ``size``: what one lane runs on one workspace."""
+def _by_before_state(cases: Sequence[EvalCase]) -> list[list[EvalCase]]:
+    """``cases`` grouped by before-state, groups and cases in first-seen order."""
     groups: dict[str, list[EvalCase]] = {}
     for case in cases:
         groups.setdefault(before_key(case), []).append(case)
+    return list(groups.values())
+
+
+def chunk_cases(cases: Sequence[EvalCase], size: int = 8) -> list[list[EvalCase]]:
+    """``cases`` grouped by before-state (first-seen order), each group cut into even
+    pieces of at most ``size``: what one lane runs on one workspace."""
     chunks: list[list[EvalCase]] = []
-    for group in groups.values():
+    for group in _by_before_state(cases):
         pieces = math.ceil(len(group) / size)
         step = math.ceil(len(group) / pieces)
         chunks.extend(group[start : start + step] for start in range(0, len(group), step))
@@ -253,10 +258,7 @@ def lane_order(cases: Sequence[EvalCase], lanes: int) -> list[EvalCase]:
     Runs started together come from different stretches, so they rarely need the same
     before-state at once and each stretch keeps reusing one workspace.
     """
-    groups: dict[str, list[EvalCase]] = {}
-    for case in cases:
-        groups.setdefault(before_key(case), []).append(case)
-    grouped = [case for group in groups.values() for case in group]
+    grouped = [case for group in _by_before_state(cases) for case in group]
     lanes = max(1, min(lanes, len(grouped)))
     size = math.ceil(len(grouped) / lanes) if grouped else 0
     stretches = [grouped[start : start + size] for start in range(0, len(grouped), size or 1)]
@@ -315,7 +317,6 @@ async def run_families(
     limiter: anyio.CapacityLimiter | None = None,
     on_run_done: Callable[[], None] | None = None,
     signatures: Mapping[str, Signature | None] | None = None,
-    signatures_out: dict[str, Signature | None] | None = None,
     runner: CaseRunner | None = None,
 ) -> list[list[RunResult]]:
     """Run every family's cases; results per family in input order (case by case, repeats
@@ -325,9 +326,8 @@ async def run_families(
     cases' diffs, from runs made elsewhere) a family may hold mutants only. Runs of one
     before-state go in chunks on one workspace (``CaseRunner``), so that the suite's lanes
     (``lanes_for``) can run at once. Labelled cases run first, their mutants after.
-    ``signatures_out`` receives the diff signatures of the labelled cases run. With
-    ``runner`` (its hook and signatures are used, its workspaces kept open for later
-    calls) the runs go on that runner's workspaces.
+    With ``runner`` (its hook and signatures are used, its workspaces kept open for
+    later calls) the runs go on that runner's workspaces.
     """
     results: list[list[RunResult | None]] = [[None] * (len(f) * repeat) for f in families]
     owned = runner is None
@@ -373,8 +373,6 @@ async def run_families(
     finally:
         if owned:
             await runner.close()
-    if signatures_out is not None:
-        signatures_out.update(runner.signatures)
     done: list[list[RunResult]] = []
     for index, family_results in enumerate(results):
         row: list[RunResult] = []
