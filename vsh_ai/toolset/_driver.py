@@ -22,6 +22,7 @@ from vsh._native import _Cancellation
 
 __all__ = (
     "BeforeResolve",
+    "CommitContended",
     "HookHandler",
     "HostChanged",
     "HostCheck",
@@ -43,6 +44,41 @@ them since the program ran (an outside writer), or None."""
 
 class HostChanged(Exception):
     """The host changed under an approved transaction just before its commit (not committed)."""
+
+
+class CommitContended(Exception):
+    """VSH refused a commit step (prepare, resolve, commit) of ``transaction`` because
+    another process holds or finished that very transaction: the same program and intent
+    on the same base, e.g. a durable engine's retry while the first attempt goes on. VSH
+    lets exactly one of them commit; its durable state says what the call came to.
+    ``preview`` is this process's preview receipt, when the step had one."""
+
+    def __init__(self, transaction: str, preview: vsh.Receipt | None = None) -> None:
+        super().__init__(transaction)
+        self.transaction = transaction
+        self.preview = preview
+
+
+# States of a transaction that another process has taken past this one's commit step.
+_TAKEN = frozenset(("reserved", "revalidating", "committing", "committed"))
+
+
+def _contended(native: vsh.Runtime, transaction: str, error: BaseException) -> bool:
+    """Whether VSH refused a commit step of ``transaction`` because another process holds
+    or finished it (sync: a worker thread). ``VshStateError`` says so ("duplicate
+    transaction", "state conflict: expected PendingApproval, got Revalidating"); another
+    runtime error does when VSH's durable state shows the transaction taken ("changed
+    from prepared state PendingApproval to Committing"). Stale and recovery errors never."""
+    if not isinstance(error, vsh.VshRuntimeError) or isinstance(error, vsh.VshStaleError):
+        return False
+    if is_recovery(error) or "preview capacity" in str(error):
+        return False
+    if isinstance(error, vsh.VshStateError):
+        return True
+    try:
+        return native.transaction_state(transaction) in _TAKEN
+    except vsh.VshRuntimeError:
+        return False
 
 
 _T = TypeVar("_T")
@@ -140,10 +176,12 @@ class WorkspaceDriver:
                     return preview, native._commit(preview.transaction, now_ms(), token)
                 except vsh.VshStaleError as error:
                     return preview, error
-                except BaseException:
+                except BaseException as error:
                     if not token.commit_entered:
                         with contextlib.suppress(vsh.VshRuntimeError):
                             native._cancel_receipt(preview.transaction)
+                    if _contended(native, preview.transaction, error):
+                        raise CommitContended(preview.transaction, preview) from error
                     raise
 
         # A pending transaction left by a cancelled call stays durable and pending (VSH
@@ -176,7 +214,12 @@ class WorkspaceDriver:
             if before_prepare is not None:
                 before_prepare()  # outside the lock: other calls' VSH work goes on
             with self._lock:
-                return native.prepare_commit(transaction)
+                try:
+                    return native.prepare_commit(transaction)
+                except BaseException as error:
+                    if _contended(native, transaction, error):
+                        raise CommitContended(transaction) from error
+                    raise
 
         preparation = await native_call(prepare, on_cancel=native.fail_hook)
         event = preparation.event
@@ -223,12 +266,23 @@ class WorkspaceDriver:
                 if step is not None:
                     step()  # outside the lock, as above
                 with self._lock:
-                    return native._resolve_commit(preparation, decision, now, token)
+                    try:
+                        return native._resolve_commit(preparation, decision, now, token)
+                    except BaseException as error:
+                        if _contended(native, transaction, error):
+                            raise CommitContended(transaction) from error
+                        raise
 
             resolution = await native_call(resolve, token)
-        except BaseException:
+        except BaseException as error:
             if not token.commit_entered:
-                await native_call(lambda: native.fail_hook(preparation))
+                try:
+                    await native_call(lambda: native.fail_hook(preparation))
+                except vsh.VshRuntimeError:
+                    # Another process holding the transaction may refuse this too: the
+                    # contention is what the caller must hear about.
+                    if not isinstance(error, CommitContended):
+                        raise
             raise
         if resolution.receipt.state == "pending_approval":
             with contextlib.suppress(vsh.VshRuntimeError):  # frees a preview slot; stays durable

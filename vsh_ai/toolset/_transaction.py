@@ -22,7 +22,7 @@ from pydantic_ai import ModelRetry
 from .._evidence import Evidence
 from .._verdict import Verdict
 from ._config import ToolsetConfig
-from ._driver import HostChanged, HostCheck, WorkspaceDriver, is_recovery
+from ._driver import CommitContended, HostChanged, HostCheck, WorkspaceDriver, is_recovery
 from ._hook import NEEDS_APPROVAL, ToolsetHook, decision_verdict, evidence_of, record_verdict
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
 from ._quarantine import QUARANTINE_NOTE, Quarantine, error_kind
@@ -56,6 +56,13 @@ _ALREADY_REFUSED = (
     "earlier feedback or ask the user."
 )
 _CAPACITY_WAIT_S = 30.0
+# VSH states of a transaction that a process is committing right now (its outcome follows).
+_IN_FLIGHT = frozenset(("reserved", "revalidating", "committing"))
+_SETTLE_WAIT_S = 10.0
+_RACED_NOTE = (
+    "An identical request (same program and intent on the same files) from another process "
+    "committed this exact transaction at the same moment; the change is on the host once."
+)
 _VIEWS_KEPT = 64
 
 
@@ -289,6 +296,12 @@ class Transactions:
                 )
         except vsh.VshExecutionError as error:
             return self.guest_error(error, helper=helper)
+        except CommitContended as contended:
+            if contended.preview is None:  # never: this path commits its own preview
+                raise
+            return await self.contended(
+                contended.preview, expected, code=request.code, read_only=False
+            )
         except vsh.VshStateError as error:
             if "preview capacity" in str(error):
                 raise _CapacityFull from None
@@ -392,6 +405,8 @@ class Transactions:
         except (vsh.VshStaleError, HostChanged):
             self._take_evidence(transaction, pending=False)
             return self.stale(receipt=receipt, program=code)
+        except CommitContended:  # prepare or resolve: another process holds it
+            return await self.contended(receipt, expected, code=code, read_only=read_only)
         result = self.settled(
             receipt, resolution.receipt, resolution.hook, code=code, read_only=read_only
         )
@@ -505,6 +520,65 @@ class Transactions:
             )
         )
 
+    async def contended(
+        self, receipt: vsh.Receipt, expected: list[VshResult], *, code: str, read_only: bool
+    ) -> VshResult:
+        """VSH refused this process's commit step because another process holds the very
+        same transaction: wait until VSH's durable state settles, then report it.
+
+        Committed means the change is on the host once: the result this call promised (a
+        durable engine's retry of this call sees what the first attempt would have seen),
+        with a note when no call key says it is the same call. Pending or rejected are
+        reported as for an identical earlier request; anything else is a failure whose
+        outcome is not known yet (never "nothing was committed").
+        """
+        transaction = receipt.transaction
+        state = await self._settled_state(transaction)
+        if state == "committed":
+            self._take_evidence(transaction, pending=False)
+            done: ToolState = "read" if read_only else "committed"
+            call = CURRENT_CALL.get()
+            entry = call.entry if call is not None else None
+            if expected:
+                promised: VshResult | None = expected[-1]
+            else:  # lost before recording: what an earlier attempt of this call promised
+                same = entry is not None and entry.transaction == transaction
+                promised = entry.expected if same and entry is not None else None
+            if promised is not None and promised.state != done:
+                promised = None
+            if promised is None:
+                return self.render(
+                    Outcome(done, receipt=receipt, program=code, feedback=_RACED_NOTE)
+                )
+            if call is not None and call.key is not None:
+                return promised  # the same call (same key and arguments): what it promised
+            return promised.model_copy(update={"feedback": _RACED_NOTE})
+        if state == "stale":
+            self._take_evidence(transaction, pending=False)
+            return self.stale(receipt=receipt, program=code)
+        if state in ("pending_approval", "rejected"):
+            return await self.earlier(transaction, code)
+        self._take_evidence(transaction, pending=False)
+        return self.failed(
+            "Another process was resolving this identical transaction (same program and "
+            f"intent on the same files) at the same moment, and VSH reports it {state!r}: "
+            "whether it commits is not known yet. Re-read the files it writes before "
+            "submitting again.",
+            retry=True,
+        )
+
+    async def _settled_state(self, transaction: str) -> str:
+        """VSH's state of ``transaction`` once no process is committing it (bounded wait)."""
+        deadline = time.monotonic() + _SETTLE_WAIT_S
+        while True:
+            try:
+                state = await self.driver.state(transaction)
+            except vsh.VshRuntimeError:
+                return "unknown"
+            if state not in _IN_FLIGHT or time.monotonic() > deadline:
+                return state
+            await anyio.sleep(0.02)
+
     async def duplicate(self, error: vsh.VshStateError, code: str) -> VshResult:
         """The same program and intent on the same base again: report the earlier one."""
         match = _DUPLICATE.search(str(error))
@@ -514,18 +588,23 @@ class Transactions:
                 retry=True,
                 detail=redact(str(error)),
             )
-        transaction = match.group(1)
-        state = await self.driver.state(transaction)
+        return await self.earlier(match.group(1), code)
+
+    async def earlier(self, transaction: str, code: str) -> VshResult:
+        """What an identical earlier request's ``transaction`` came to."""
+        state = await self._settled_state(transaction)
         call = CURRENT_CALL.get()
         entry = call.entry if call is not None else None
         if (
             state == "pending_approval"
             and entry is not None
-            and entry.phase == "judging"
             and entry.transaction == transaction
+            and (entry.phase == "judging" or entry.decision == "approve")
         ):
-            # This call's earlier attempt stopped while the judge was deciding: VSH kept the
-            # transaction pending, no decision was ever recorded. Ask the judge now.
+            # This call's earlier attempt stopped while the judge was deciding (VSH kept the
+            # transaction pending, no decision was ever recorded: ask the judge now), or
+            # after an approval it recorded but before VSH resolved it (the hook replays
+            # the signed decision; if that attempt is still going on, VSH lets one commit).
             try:
                 reopened = await self.driver.reopen(transaction)
             except vsh.VshStaleError:
@@ -569,6 +648,8 @@ class Transactions:
             return self.render(
                 Outcome("rejected", transaction=transaction, feedback=_ALREADY_REFUSED)
             )
+        if state == "committed":
+            return self.render(Outcome("committed", transaction=transaction, feedback=_RACED_NOTE))
         raise ModelRetry(
             "This exact program and intent was already submitted on the current workspace "
             "and was not committed. Do not repeat it; change the program if you need a "
