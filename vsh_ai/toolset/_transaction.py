@@ -23,20 +23,18 @@ from .._evidence import Evidence
 from .._verdict import Verdict
 from ._config import ToolsetConfig
 from ._driver import CommitContended, HostChanged, HostCheck, WorkspaceDriver, is_recovery
-from ._hook import NEEDS_APPROVAL, ToolsetHook, decision_verdict, evidence_of, record_verdict
+from ._hook import NEEDS_APPROVAL, ToolsetHook, decision_verdict, record_verdict
 from ._journal import CURRENT_CALL, AlreadyDone, CurrentCall, JournalUnavailable
 from ._quarantine import QUARANTINE_NOTE, Quarantine, error_kind
 from ._records import CallRecords
 from ._render import Outcome, guest_retry, render, span_attributes
-from ._result import ToolState, VshResult, bound_text, redact, safe_deny_reason
+from ._repeats import ALREADY_REFUSED, Repeats
+from ._result import ToolState, VshResult, bound_text, safe_deny_reason
 from ._spans import open_span
 
 __all__ = ("Transactions",)
 
 _ACTIONABLE = frozenset(("auto_approved", "pending_approval"))
-_DUPLICATE = re.compile(
-    r"(?:duplicate transaction:|pending artifact already exists for) ([0-9a-f]{16,})"
-)
 _PERMISSION = re.compile(r"^PermissionError: (.+)$", re.MULTILINE)
 # VSH errors that mean host files changed while the snapshot was taken (not a guest error):
 # a node changed, vanished between listing and stat ("capture node metadata"), or the VFS
@@ -50,19 +48,7 @@ _STALE_NOTE = (
     "The files this change depends on changed on the host before it could commit; nothing "
     "was committed. Re-read them and submit again."
 )
-_ALREADY_REFUSED = (
-    "This identical change (same program and intent, same files) was already refused "
-    "(rejected by the reviewer or denied by a person). Do not resubmit it; follow the "
-    "earlier feedback or ask the user."
-)
 _CAPACITY_WAIT_S = 30.0
-# VSH states of a transaction that a process is committing right now (its outcome follows).
-_IN_FLIGHT = frozenset(("reserved", "revalidating", "committing"))
-_SETTLE_WAIT_S = 10.0
-_RACED_NOTE = (
-    "An identical request (same program and intent on the same files) from another process "
-    "committed this exact transaction at the same moment; the change is on the host once."
-)
 _VIEWS_KEPT = 64
 
 
@@ -113,6 +99,7 @@ class Transactions:
         self.quarantine = quarantine
         self.workspace = workspace
         self.judge_reads = config.judge_scope == "all"
+        self.repeats = Repeats(self)
         self.committed_views: OrderedDict[str, VshResult] = OrderedDict()
         """What an approved resume of a pending transaction returns (deferred mode)."""
 
@@ -155,7 +142,7 @@ class Transactions:
         if _host_churn(text):
             return self.stale(_CHURN_NOTE)
         if "in state Rejected" in text:  # the identical program was refused before
-            return self.render(Outcome("rejected", feedback=_ALREADY_REFUSED))
+            return self.render(Outcome("rejected", feedback=ALREADY_REFUSED))
         if "File name too long" in text or "os error 36" in text:
             return self.failed(
                 "The host filesystem refused a file name as too long (most allow 255 bytes "
@@ -299,13 +286,13 @@ class Transactions:
         except CommitContended as contended:
             if contended.preview is None:  # never: this path commits its own preview
                 raise
-            return await self.contended(
+            return await self.repeats.contended(
                 contended.preview, expected, code=request.code, read_only=False
             )
         except vsh.VshStateError as error:
             if "preview capacity" in str(error):
                 raise _CapacityFull from None
-            return await self.duplicate(error, request.code)
+            return await self.repeats.duplicate(error, request.code)
         transaction = receipt.transaction
         read_only = receipt.changed_paths == 0
         base = Outcome("denied", receipt=receipt, program=request.code)
@@ -403,10 +390,10 @@ class Transactions:
                 transaction, host_check=check, before_resolve=before_resolve, before_prepare=before
             )
         except (vsh.VshStaleError, HostChanged):
-            self._take_evidence(transaction, pending=False)
+            self.take_evidence(transaction, pending=False)
             return self.stale(receipt=receipt, program=code)
         except CommitContended:  # prepare or resolve: another process holds it
-            return await self.contended(receipt, expected, code=code, read_only=read_only)
+            return await self.repeats.contended(receipt, expected, code=code, read_only=read_only)
         result = self.settled(
             receipt, resolution.receipt, resolution.hook, code=code, read_only=read_only
         )
@@ -414,7 +401,7 @@ class Transactions:
             return expected[-1]  # what the journal promised (and a replay returns)
         return result
 
-    def _take_evidence(self, transaction: str, *, pending: bool) -> Evidence | None:
+    def take_evidence(self, transaction: str, *, pending: bool) -> Evidence | None:
         if self.hook is None:
             return None
         return self.hook.take(transaction, keep_pending=pending and self.config.deferred)
@@ -468,9 +455,9 @@ class Transactions:
         elif final.state == "stale":
             state = "stale"
         else:
-            self._take_evidence(transaction, pending=False)
+            self.take_evidence(transaction, pending=False)
             return self.failed(f"unexpected VSH transaction state {final.state!r}", retry=True)
-        evidence = self._take_evidence(transaction, pending=state == "pending")
+        evidence = self.take_evidence(transaction, pending=state == "pending")
         if state == "pending" and self.config.deferred:  # what a later approved resume returns
             self.remember_committed_view(
                 transaction, self.render(Outcome("committed", receipt=preview, evidence=evidence))
@@ -518,140 +505,4 @@ class Transactions:
             guest_retry(
                 text, stderr, reviewed=self.config.reviewed, helper=helper, limits=self.limits
             )
-        )
-
-    async def contended(
-        self, receipt: vsh.Receipt, expected: list[VshResult], *, code: str, read_only: bool
-    ) -> VshResult:
-        """VSH refused this process's commit step because another process holds the very
-        same transaction: wait until VSH's durable state settles, then report it.
-
-        Committed means the change is on the host once: the result this call promised (a
-        durable engine's retry of this call sees what the first attempt would have seen),
-        with a note when no call key says it is the same call. Pending or rejected are
-        reported as for an identical earlier request; anything else is a failure whose
-        outcome is not known yet (never "nothing was committed").
-        """
-        transaction = receipt.transaction
-        state = await self._settled_state(transaction)
-        if state == "committed":
-            self._take_evidence(transaction, pending=False)
-            done: ToolState = "read" if read_only else "committed"
-            call = CURRENT_CALL.get()
-            entry = call.entry if call is not None else None
-            if expected:
-                promised: VshResult | None = expected[-1]
-            else:  # lost before recording: what an earlier attempt of this call promised
-                same = entry is not None and entry.transaction == transaction
-                promised = entry.expected if same and entry is not None else None
-            if promised is not None and promised.state != done:
-                promised = None
-            if promised is None:
-                return self.render(
-                    Outcome(done, receipt=receipt, program=code, feedback=_RACED_NOTE)
-                )
-            if call is not None and call.key is not None:
-                return promised  # the same call (same key and arguments): what it promised
-            return promised.model_copy(update={"feedback": _RACED_NOTE})
-        if state == "stale":
-            self._take_evidence(transaction, pending=False)
-            return self.stale(receipt=receipt, program=code)
-        if state in ("pending_approval", "rejected"):
-            return await self.earlier(transaction, code)
-        self._take_evidence(transaction, pending=False)
-        return self.failed(
-            "Another process was resolving this identical transaction (same program and "
-            f"intent on the same files) at the same moment, and VSH reports it {state!r}: "
-            "whether it commits is not known yet. Re-read the files it writes before "
-            "submitting again.",
-            retry=True,
-        )
-
-    async def _settled_state(self, transaction: str) -> str:
-        """VSH's state of ``transaction`` once no process is committing it (bounded wait)."""
-        deadline = time.monotonic() + _SETTLE_WAIT_S
-        while True:
-            try:
-                state = await self.driver.state(transaction)
-            except vsh.VshRuntimeError:
-                return "unknown"
-            if state not in _IN_FLIGHT or time.monotonic() > deadline:
-                return state
-            await anyio.sleep(0.02)
-
-    async def duplicate(self, error: vsh.VshStateError, code: str) -> VshResult:
-        """The same program and intent on the same base again: report the earlier one."""
-        match = _DUPLICATE.search(str(error))
-        if match is None:
-            return self.failed(
-                "VSH refused the transaction (VshStateError).",
-                retry=True,
-                detail=redact(str(error)),
-            )
-        return await self.earlier(match.group(1), code)
-
-    async def earlier(self, transaction: str, code: str) -> VshResult:
-        """What an identical earlier request's ``transaction`` came to."""
-        state = await self._settled_state(transaction)
-        call = CURRENT_CALL.get()
-        entry = call.entry if call is not None else None
-        if (
-            state == "pending_approval"
-            and entry is not None
-            and entry.transaction == transaction
-            and (entry.phase == "judging" or entry.decision == "approve")
-        ):
-            # This call's earlier attempt stopped while the judge was deciding (VSH kept the
-            # transaction pending, no decision was ever recorded: ask the judge now), or
-            # after an approval it recorded but before VSH resolved it (the hook replays
-            # the signed decision; if that attempt is still going on, VSH lets one commit).
-            try:
-                reopened = await self.driver.reopen(transaction)
-            except vsh.VshStaleError:
-                return self.stale()
-            if reopened is not None and reopened[1].state == "pending_approval":
-                receipt = reopened[1]
-                check = self.host_check(time.time_ns())
-                return await self.judge(
-                    receipt, call, check, code=code, read_only=receipt.changed_paths == 0
-                )
-            state = await self.driver.state(transaction)
-        if state == "pending_approval":
-            # Re-read its exact changes and diff: an approver (deferred mode) must see
-            # what approving this transaction would commit, never "no changes".
-            try:
-                reopened = await self.driver.reopen(transaction)
-            except vsh.VshStaleError:
-                return self.stale()
-            if reopened is not None and reopened[1].state == "pending_approval":
-                event, receipt = reopened
-                evidence = evidence_of(event)
-                if self.config.deferred:  # what binding it records, as a fresh run
-                    self.remember_committed_view(
-                        transaction,
-                        self.render(Outcome("committed", receipt=receipt, evidence=evidence)),
-                    )
-                    if evidence is not None and self.hook is not None:
-                        self.hook.keep_pending(transaction, evidence)
-                return self.render(
-                    Outcome(
-                        "pending",
-                        receipt=receipt,
-                        evidence=evidence,
-                        program=code,
-                        feedback="An identical request (same program and intent) is already "
-                        "waiting for approval.",
-                    )
-                )
-            state = await self.driver.state(transaction)
-        if state == "rejected":
-            return self.render(
-                Outcome("rejected", transaction=transaction, feedback=_ALREADY_REFUSED)
-            )
-        if state == "committed":
-            return self.render(Outcome("committed", transaction=transaction, feedback=_RACED_NOTE))
-        raise ModelRetry(
-            "This exact program and intent was already submitted on the current workspace "
-            "and was not committed. Do not repeat it; change the program if you need a "
-            "different outcome."
         )
