@@ -109,7 +109,7 @@ def vsh_floor(root: Path, decisions: int, concurrency: int) -> float:
             try:
                 return runtime.run(vsh.RunRequest(code, intent=intent, mode=vsh.RunMode.AUTO)).state
             except vsh.VshRuntimeError as error:
-                if "host node changed" not in str(error):
+                if not any(m in str(error) for m in ("host node changed", "capture node")):
                     raise
         raise RuntimeError(f"edit {i}: the capture kept failing")
 

@@ -131,19 +131,35 @@ def next_step_for(state: ToolState, *, reason: str | None = None) -> str:
     return _NEXT_STEPS[state].format(reason=reason or "protected")
 
 
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """The changes and diff of an outcome, rendered once for both views."""
+
+    shown: tuple[ChangedPath, ...]
+    omitted: int
+    diff: str | None
+
+    @classmethod
+    def of(cls, outcome: Outcome, limits: OutputLimits) -> _Listing:
+        changes, evidence = outcome.all_changes(), outcome.evidence
+        return cls(
+            tuple(ChangedPath(path=safe_name(c.path), kind=c.kind) for c in changes[:MAX_CHANGES]),
+            outcome.changes_omitted + max(0, len(changes) - MAX_CHANGES),
+            render_diff(evidence, limits.diff) if evidence is not None and changes else None,
+        )
+
+
 def render(outcome: Outcome, limits: OutputLimits) -> VshResult:
     """The worker's :class:`VshResult` of ``outcome`` (the approver's view attached)."""
-    result = _released(outcome, limits) if outcome.released else _refused(outcome)
-    result._approver = approver_view(outcome, limits)
+    listing = _Listing.of(outcome, limits)
+    result = _released(outcome, limits, listing) if outcome.released else _refused(outcome)
+    result._approver = approver_view(outcome, limits, listing)
     return result
 
 
-def _released(outcome: Outcome, limits: OutputLimits) -> VshResult:
-    receipt, evidence = outcome.receipt, outcome.evidence
-    changes = outcome.all_changes()
-    omitted = outcome.changes_omitted + max(0, len(changes) - MAX_CHANGES)
-    shown = tuple(ChangedPath(path=safe_name(c.path), kind=c.kind) for c in changes[:MAX_CHANGES])
-    diff = render_diff(evidence, limits.diff) if evidence is not None and changes else None
+def _released(outcome: Outcome, limits: OutputLimits, listing: _Listing) -> VshResult:
+    receipt = outcome.receipt
+    shown, omitted, diff = listing.shown, listing.omitted, listing.diff
     result_text = _result_text(receipt.result) if receipt is not None else None
     verdict = outcome.verdict
     if withholds_output(outcome):
@@ -278,13 +294,14 @@ def _worker_verdict(verdict: Verdict | None, names: frozenset[str], program: str
     )
 
 
-def approver_view(outcome: Outcome, limits: OutputLimits) -> dict[str, Any]:
+def approver_view(
+    outcome: Outcome, limits: OutputLimits, listing: _Listing | None = None
+) -> dict[str, Any]:
     """What a person deciding on this work sees: full names, diff (secrets redacted),
     risk flags, the full verdict and the host diagnosis."""
-    changes = outcome.all_changes()
-    omitted = outcome.changes_omitted + max(0, len(changes) - MAX_CHANGES)
-    listed = tuple(ChangedPath(path=safe_name(c.path), kind=c.kind) for c in changes[:MAX_CHANGES])
-    evidence, receipt = outcome.evidence, outcome.receipt
+    listing = listing or _Listing.of(outcome, limits)
+    listed, omitted = listing.shown, listing.omitted
+    receipt = outcome.receipt
     verdict = outcome.verdict
     view: dict[str, Any] = {
         "state": outcome.state,
@@ -292,7 +309,7 @@ def approver_view(outcome: Outcome, limits: OutputLimits) -> dict[str, Any]:
         "changes": [c.model_dump() for c in listed],
         "changes_omitted": omitted,
         "summary": summary_of(listed, omitted),
-        "diff": render_diff(evidence, limits.diff) if evidence is not None and changes else None,
+        "diff": listing.diff,
         "risk_flags": list(receipt.risk_flags) if receipt is not None else [],
         "verdict": json.loads(redact(verdict.model_dump_json())) if verdict else None,
         "feedback": redact(outcome.feedback) if outcome.feedback else None,

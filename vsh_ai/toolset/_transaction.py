@@ -338,10 +338,14 @@ class Transactions:
             and expected[-1].state == ("read" if read_only else "committed")
         ):
             return expected[-1]  # what settled() would render again (no hook: no verdict)
-        result = self.settled(receipt, outcome, None, code=request.code, read_only=read_only)
-        if expected and expected[-1].state == result.state:
-            return expected[-1]  # what the journal promised (and a replay returns)
-        return result
+        return self.settled(
+            receipt,
+            outcome,
+            None,
+            code=request.code,
+            read_only=read_only,
+            promised=expected[-1] if expected else None,
+        )
 
     async def judge(
         self,
@@ -394,12 +398,14 @@ class Transactions:
             return self.stale(receipt=receipt, program=code)
         except CommitContended:  # prepare or resolve: another process holds it
             return await self.repeats.contended(receipt, expected, code=code, read_only=read_only)
-        result = self.settled(
-            receipt, resolution.receipt, resolution.hook, code=code, read_only=read_only
+        return self.settled(
+            receipt,
+            resolution.receipt,
+            resolution.hook,
+            code=code,
+            read_only=read_only,
+            promised=expected[-1] if expected else None,
         )
-        if expected and expected[-1].state == result.state:
-            return expected[-1]  # what the journal promised (and a replay returns)
-        return result
 
     def take_evidence(self, transaction: str, *, pending: bool) -> Evidence | None:
         if self.hook is None:
@@ -435,8 +441,11 @@ class Transactions:
         *,
         code: str,
         read_only: bool,
+        promised: VshResult | None = None,
     ) -> VshResult:
-        """The result of a transaction VSH has resolved."""
+        """The result of a transaction VSH has resolved: ``promised`` (what the journal
+        recorded before the resolve, and a replay returns) when VSH settled it in that
+        state, else rendered from the final receipt."""
         transaction = preview.transaction
         verdict = (
             self.hook.verdict_after(transaction, record)
@@ -462,6 +471,8 @@ class Transactions:
             self.remember_committed_view(
                 transaction, self.render(Outcome("committed", receipt=preview, evidence=evidence))
             )
+        if promised is not None and promised.state == state:
+            return promised
         return self.render(self._settled_outcome(preview, state, verdict, evidence, code))
 
     def remember_committed_view(self, transaction: str, view: VshResult) -> None:
