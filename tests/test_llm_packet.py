@@ -19,7 +19,7 @@ import vsh_ai.llm
 from vsh_ai._simulate import simulate
 from vsh_ai.analysis._secrets import find_secrets
 from vsh_ai.llm import PacketRefused, SharingPolicy, build_packet, redact_secrets
-from vsh_ai.llm._packet import show_name
+from vsh_ai.llm._packet_text import show_name
 from vsh_ai.rules import find_secret
 
 pytestmark = pytest.mark.anyio

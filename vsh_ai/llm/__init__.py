@@ -8,7 +8,8 @@ sent, wherever they moved. Secrets are redacted by the project's one detector
 """
 
 from ._judge import BUILTIN_INSTRUCTIONS, InputBudgetExceeded, LLMCommitJudge
-from ._packet import Packet, PacketRefused, build_packet, show_name
+from ._packet import Packet, PacketRefused, build_packet
+from ._packet_text import show_name
 from ._report import JudgeReport, inconsistency, report_feedback
 from ._sharing import Redaction, SharingPolicy, redact_secrets
 

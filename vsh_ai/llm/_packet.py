@@ -13,33 +13,31 @@ the packet before any model call.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import json
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .._evidence import Change, Evidence, EvidenceGap, Node, WrittenVersion, is_binary
+from .._evidence import Change, Evidence, EvidenceGap, WrittenVersion, is_binary
 from .._verdict import FailureCategory
-from ..analysis._config import (
-    MISSING,
-    ConfigSyntaxError,
-    config_changes,
-    detect_format,
-    parse_config,
-)
-from ..analysis._config_context import key_context
 from ..analysis._provenance import content_sources
-from ._sharing import Redaction, SharingPolicy, redact_secrets
+from ._packet_text import (
+    blob_id,
+    config_context,
+    hides_a_change,
+    node_text,
+    numbered,
+    numbered_diff,
+    paths_text,
+    show_name,
+    show_path,
+)
+from ._sharing import Redaction, SharingPolicy
 
-__all__ = ("Packet", "PacketRefused", "build_packet", "show_name")
+__all__ = ("Packet", "PacketRefused", "build_packet")
 
-_CONTEXT_LINES = 3
 # Raw text beyond this multiple of the byte budget is refused before diffing (CPU bound).
 _RAW_TEXT_FACTOR = 8
-_SHOWN_PATHS = 5
 _DELETE_PREVIEW_LINES = 20
 _DELETE_PREVIEW_BYTES = 4096
 _GROUPED_OPERATIONS = frozenset(("metadata_read", "directory_read"))
@@ -73,131 +71,6 @@ class Packet:
 # Escaped in names: controls (C0, DEL, C1 incl. NEL), format characters (bidi overrides
 # and isolates, zero-width joiners, BOM), line and paragraph separators, surrogates,
 # private-use and unassigned code points, and every space other than U+0020.
-_ESCAPED_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"))
-
-
-def _escape(char: str) -> str:
-    if char == " " or unicodedata.category(char) not in _ESCAPED_CATEGORIES:
-        return char
-    return json.dumps(char)[1:-1]  # \uXXXX (a surrogate pair beyond the BMP)
-
-
-def show_name(name: str) -> str:
-    """A name as a one-line JSON string that no character can break, reorder or disguise.
-
-    ``json.dumps`` escapes quotes, backslashes and C0 controls; everything else that a
-    terminal, a tokenizer or ``str.splitlines`` could treat as a line break or a direction
-    change (NEL, LS, PS, bidi controls, ...) is escaped too. The result decodes as JSON
-    to the original name.
-    """
-    return "".join(_escape(char) for char in json.dumps(name, ensure_ascii=False))
-
-
-def _show(path: str) -> str:
-    """A path for agent-facing text: secrets redacted, then escaped (see :func:`show_name`)."""
-    return show_name(redact_secrets(path)[0])
-
-
-def _paths(paths: Sequence[str], show: Callable[[str], str] = _show) -> str:
-    shown = ", ".join(show(p) for p in paths[:_SHOWN_PATHS])
-    more = len(paths) - _SHOWN_PATHS
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _blob_id(node: Node | None) -> str:
-    blob = node.blob if node is not None else None
-    return f"blob {blob[:16]}" if blob else "blob not hashed"
-
-
-def _node(node: Node | None) -> str:
-    if node is None:
-        return "absent"
-    return f"{node.kind} {node.size} B mode {node.mode & 0o7777:04o}"
-
-
-def _span(start: int, end: int) -> str:
-    """A unified-diff range: 1-based start and length (an empty range names the line before)."""
-    return f"{start},0" if end == start else f"{start + 1},{end - start}"
-
-
-def _numbered_diff(before: str, after: str) -> Iterator[str]:
-    """Hunks of a unified diff where every line carries its old and new line number."""
-    old = before.splitlines()
-    new = after.splitlines()
-    old_eol = before.endswith("\n") or not before
-    new_eol = after.endswith("\n") or not after
-    matcher = difflib.SequenceMatcher(None, old, new)
-    for group in matcher.get_grouped_opcodes(_CONTEXT_LINES):
-        first, last = group[0], group[-1]
-        yield f"@@ -{_span(first[1], last[2])} +{_span(first[3], last[4])} @@"
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                for k in range(i2 - i1):
-                    yield f"{i1 + k + 1:>6} {j1 + k + 1:>6}   {old[i1 + k]}"
-                continue
-            for k in range(i1, i2):
-                yield f"{k + 1:>6} {'':>6} - {old[k]}"
-                if k == len(old) - 1 and not old_eol:
-                    yield "\\ No newline at end of file (before)"
-            for k in range(j1, j2):
-                yield f"{'':>6} {k + 1:>6} + {new[k]}"
-                if k == len(new) - 1 and not new_eol:
-                    yield "\\ No newline at end of file (after)"
-
-
-def _hides_a_change(before: str, after: str, shown_before: str, shown_after: str) -> bool:
-    """True when redaction makes a changed line look unchanged in the diff the model reads.
-
-    Redaction keeps line counts, so lines correspond one to one; every block the redacted
-    diff shows (or omits) as equal must be equal in the real text too.
-    """
-    old, new = before.splitlines(), after.splitlines()
-    shown_old, shown_new = shown_before.splitlines(), shown_after.splitlines()
-    if (len(old), len(new)) != (len(shown_old), len(shown_new)):
-        return True
-    matcher = difflib.SequenceMatcher(None, shown_old, shown_new)
-    return any(
-        tag == "equal" and old[i1:i2] != new[j1:j2] for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-    )
-
-
-_CONTEXT_KEYS = 20
-_CONTEXT_TEXT = 160
-
-
-def _config_context(
-    path: str, before: bytes | None, after: bytes | None, before_text: str, after_text: str
-) -> list[str]:
-    """Per changed key of a config file: its line, comments and neighbours as the shared
-    (redacted) text has them; empty for files that are not config or do not parse."""
-    fmt = detect_format(path)
-    if fmt == "auto" or after is None:
-        return []
-    try:
-        old = MISSING if before is None else parse_config(before, fmt, path)
-        changes = config_changes(old, parse_config(after, fmt, path))
-    except ConfigSyntaxError:
-        return []
-    out: list[str] = []
-    for change in changes[:_CONTEXT_KEYS]:
-        removed = change.after is MISSING
-        context = key_context(before_text if removed else after_text, change.key)
-        if not context.line:
-            continue
-        side = "before" if removed else "after"
-        out.append(f"  | {change.key} ({side} line {context.line}: {context.text[:_CONTEXT_TEXT]})")
-        out.extend(f"  |   comment: {comment[:_CONTEXT_TEXT]}" for comment in context.comments)
-        if context.neighbours:
-            nearby = "; ".join(n[: _CONTEXT_TEXT // 2] for n in context.neighbours)
-            out.append(f"  |   nearby: {nearby[: _CONTEXT_TEXT * 2]}")
-    if len(changes) > _CONTEXT_KEYS:
-        out.append(f"  | ... and {len(changes) - _CONTEXT_KEYS} more changed keys (see the diff)")
-    return out
-
-
-def _numbered(text: str) -> Iterator[str]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        yield f"{number:>6}   {line}"
 
 
 class _Builder:
@@ -284,7 +157,7 @@ class _Builder:
             named = list(dict.fromkeys(blocked + origins))
             raise PacketRefused(
                 "unshared_content",
-                f"The LLM judge may not see the contents of {_paths(named)} (withheld: "
+                f"The LLM judge may not see the contents of {paths_text(named)} (withheld: "
                 "unshared provenance, i.e. not on its sharing allowlist or holding bytes "
                 "that were at such a path: moved, copied or read there), so a human must "
                 "review this work. Avoid touching those paths if they are not needed.",
@@ -304,7 +177,7 @@ class _Builder:
             paths = list(dict.fromkeys(v.path for v in evidence.unresolved_writes))
             raise PacketRefused(
                 "incomplete_evidence",
-                f"The program wrote versions of {_paths(paths)} that the judge cannot see "
+                f"The program wrote versions of {paths_text(paths)} that the judge cannot see "
                 "(a file was written more than once). Write each file once, directly in "
                 "its final form, or ask a human to review.",
             )
@@ -318,7 +191,7 @@ class _Builder:
         if special:
             raise PacketRefused(
                 "incomplete_evidence",
-                f"{_paths(special)} is a symlink or special file whose target the LLM judge "
+                f"{paths_text(special)} is a symlink or special file whose target the LLM judge "
                 "cannot see; a human must review this work.",
             )
         raw = 0
@@ -351,7 +224,7 @@ class _Builder:
         if binary:
             raise PacketRefused(
                 "binary_content",
-                f"{_paths(list(dict.fromkeys(binary)))} is binary; the LLM judge reviews "
+                f"{paths_text(list(dict.fromkeys(binary)))} is binary; the LLM judge reviews "
                 "text only, so a human must review this work.",
             )
         if raw > _RAW_TEXT_FACTOR * self.max_bytes:
@@ -497,7 +370,7 @@ class _Builder:
             required.append(ref)
             add(
                 f"[{ref}] {change.kind} {self.p(change.path)}: "
-                f"{_node(change.before)} -> {_node(change.after)}"
+                f"{node_text(change.before)} -> {node_text(change.after)}"
             )
             if change.path not in with_content:
                 if change.kind == "delete" and change.path not in moved_to:
@@ -505,12 +378,12 @@ class _Builder:
                 elif change.path in moved_to:
                     add(
                         f"  renamed to {self.p(moved_to[change.path])}; same bytes "
-                        f"({_blob_id(change.before)}), not shown"
+                        f"({blob_id(change.before)}), not shown"
                     )
                 elif change.path in moved_from:
                     add(
                         f"  renamed from {self.p(moved_from[change.path])}; same bytes "
-                        f"({_blob_id(change.after)}), not shown"
+                        f"({blob_id(change.after)}), not shown"
                     )
                 continue
             before = evidence.before_bytes(change.path)
@@ -519,16 +392,16 @@ class _Builder:
             after_text = self.text(after) if after is not None else ""
             raw_before = before.decode("utf-8") if before is not None else ""
             raw_after = after.decode("utf-8") if after is not None else ""
-            if (before_text, after_text) != (raw_before, raw_after) and _hides_a_change(
+            if (before_text, after_text) != (raw_before, raw_after) and hides_a_change(
                 raw_before, raw_after, before_text, after_text
             ):
                 raise PacketRefused(
                     "unshared_content",
-                    f"A secret-looking value in {_show(change.path)} changed, and the LLM "
+                    f"A secret-looking value in {show_path(change.path)} changed, and the LLM "
                     "judge sees such values only redacted, so a human must review this work.",
                 )
-            self.fenced(f"diff of {ref}", _numbered_diff(before_text, after_text))
-            context = _config_context(change.path, before, after, before_text, after_text)
+            self.fenced(f"diff of {ref}", numbered_diff(before_text, after_text))
+            context = config_context(change.path, before, after, before_text, after_text)
             if context:
                 add(
                     f"  what {ref}'s file says next to each changed key (its own comments "
@@ -546,13 +419,13 @@ class _Builder:
             head = head[: head.rfind(b"\n") + 1]  # whole lines only: no split characters
         if change.path in self.unshared:
             self.lines.append(
-                f"  (content withheld: unshared provenance; {_blob_id(change.before)})"
+                f"  (content withheld: unshared provenance; {blob_id(change.before)})"
             )
         elif data is None or is_binary(head):
             self.lines.append("  (content not shown: binary or not captured)")
         else:
             lines = self.text(head).splitlines()[:_DELETE_PREVIEW_LINES]
-            shown = list(_numbered("\n".join(lines)))
+            shown = list(numbered("\n".join(lines)))
             if len(data) > sum(len(line.encode()) + 1 for line in lines):
                 shown.append("  … (more lines deleted, not shown)")
             self.fenced(f"deleted content of {ref}", shown)
@@ -572,7 +445,7 @@ class _Builder:
             if end - index >= _GROUP_MIN:
                 self.refs.update(dict.fromkeys(f"E{i + 1}" for i in range(index, end)))
                 paths = list(dict.fromkeys(p for e in effects[index:end] for p in e.paths))
-                shown = _paths(paths, self.p)
+                shown = paths_text(paths, self.p)
                 add(f"[E{index + 1}..E{end}] {effect.operation} x{end - index}: {shown}")
                 index = end
                 continue
@@ -580,9 +453,9 @@ class _Builder:
             self.refs[ref] = None
             sizes = ""
             if effect.before is None and effect.after is not None:
-                sizes = f" ({_node(effect.after)})"
+                sizes = f" ({node_text(effect.after)})"
             elif effect.before is not None or effect.after is not None:
-                sizes = f" ({_node(effect.before)} -> {_node(effect.after)})"
+                sizes = f" ({node_text(effect.before)} -> {node_text(effect.after)})"
             add(
                 f"[{ref}] {effect.operation} {' -> '.join(self.p(p) for p in effect.paths)}"
                 f"{sizes} via {effect.origin}"
@@ -601,7 +474,7 @@ class _Builder:
             self.refs[ref] = None
             data = self.evidence.blob_bytes(version.blob) or b""
             add(f"[{ref}] {self.p(version.path)}: {len(data)} B, written then replaced")
-            self.fenced(f"content of {ref}", _numbered(self.text(data)))
+            self.fenced(f"content of {ref}", numbered(self.text(data)))
         add("")
 
     def render_reads(self, reads: list[str]) -> None:
@@ -619,7 +492,7 @@ class _Builder:
             for number, data in enumerate(blobs, start=1):
                 label = ref if len(blobs) == 1 else f"{ref} version {number}"
                 add(f"[{label}] {self.p(path)}: {len(data)} B, unchanged by this work")
-                self.fenced(f"content of {label}", _numbered(self.text(data)))
+                self.fenced(f"content of {label}", numbered(self.text(data)))
         add("")
 
 
