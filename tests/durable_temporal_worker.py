@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -81,8 +82,20 @@ def _die(point: str) -> None:
     os._exit(CRASH_CODE)
 
 
+_STALLED = threading.Lock()
+
+
 def _stall(point: str) -> None:
-    """Stop this whole process (a frozen, not dead, worker) until someone sends SIGCONT."""
+    """Stop this whole process (a frozen, not dead, worker) until someone sends SIGCONT.
+
+    Once per process: a worker resumed before the takeover finished (see the test's
+    ``_takeover``) can take the call's retry while the first attempt's thread is still
+    inside the journal; freezing it again there would hold the journal's lock against the
+    worker taking over (seen in CI: the takeover failed after waiting 10 s for it), which
+    is a second, different fault, not the one this case injects.
+    """
+    if not _STALLED.acquire(blocking=False):
+        return
     marker = {"point": point, "pid": os.getpid()}
     (Path(os.environ["VSH_AI_TEMPORAL_CASE_DIR"]) / "stalled_at").write_text(json.dumps(marker))
     os.kill(os.getpid(), signal.SIGSTOP)

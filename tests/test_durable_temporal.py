@@ -73,8 +73,8 @@ INITIAL, ONCE, TWICE = "start\n", "start\nline 1\n", "start\nline 1\nline 1\n"
 # A generous bound, not a measure of speed: a stalled case's takeover can wait for the
 # frozen worker (STALL_TAKEOVER_S), then for a retried attempt (heartbeats of 2 s, retries
 # after 200 ms), all on two cores shared with the rest of the matrix; 45 s timed out once
-# in a clean CI run (stall-before_prepare; not diagnosed further). A deadlocked case still
-# fails, just later.
+# in a clean CI run (stall-before_prepare; likely the double freeze durable_temporal_worker's
+# _stall now rules out). A deadlocked case still fails, just later.
 RESULT_TIMEOUT_S = 120.0
 
 # (name, path, journal, call key, crash point)
