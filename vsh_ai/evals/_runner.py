@@ -94,8 +94,7 @@ class CaseRunner:
 
     def share(self, cases: Sequence[EvalCase], lanes: int) -> None:
         """Bound the workspaces of each before-state for runs of ``cases``, ``lanes`` at a
-        time: one per before-state when there are at least ``lanes`` of them, else one per
-        stretch of ``_MIN_CHUNK`` or more runs (as ``run_families`` cuts its chunks). A run
+        time: one per chunk of its runs, as ``run_families`` cuts them (``_chunks``). A run
         whose before-state has all its workspaces busy waits for one."""
         units: list[Unit] = [(0, 0, case) for case in cases]
         counts: dict[str, int] = {}
@@ -213,17 +212,19 @@ def _close_all(workspaces: Sequence[Workspace]) -> None:
 
 
 def _chunks(units: Sequence[Unit], lanes: int) -> list[list[Unit]]:
-    """Units grouped by before-state (first-seen order), one chunk per group.
+    """Units grouped by before-state (first-seen order), each group cut into chunks of at
+    most ``len(units) / lanes`` units (and at least ``_MIN_CHUNK``).
 
-    With fewer groups than ``lanes`` (chunks that may run at once), groups are cut into
-    chunks of at least ``_MIN_CHUNK`` units so that about ``lanes`` chunks exist.
+    A chunk runs on one workspace, one run after another; ``lanes`` chunks may run at
+    once. Capping the size keeps a before-state shared by many runs from becoming one
+    long chunk that the other lanes wait for (with a model judge, its runs would wait for
+    the model one at a time: measured, the last half of a bundled-suite eval at one or two
+    model calls in flight out of 16).
     """
     groups: dict[str, list[Unit]] = {}
     for unit in units:
         groups.setdefault(before_key(unit[2]), []).append(unit)
-    size = len(units) or 1
-    if len(groups) < lanes:
-        size = max(_MIN_CHUNK, math.ceil(len(units) / lanes))
+    size = max(_MIN_CHUNK, math.ceil(len(units) / max(1, lanes)))
     chunks: list[list[Unit]] = []
     for group in groups.values():
         for start in range(0, len(group), size):
