@@ -63,11 +63,16 @@ def program(i: int) -> tuple[str, str]:
     return f"p = '{path}'\nvsh_write(p, vsh_read(p).replace('4\\n', '{i + 5}\\n'))", f"edit {i}"
 
 
-async def one_round(root: Path, decisions: int, concurrency: int) -> tuple[float, float, int]:
+def make_folders(root: Path, decisions: int) -> None:
+    """One folder per decision, each with its own config file (no shared folder node)."""
     for i in range(decisions):
         folder = root / f"d{i:03d}"
         folder.mkdir(parents=True)
         (folder / "app.toml").write_text(CONFIG)
+
+
+async def one_round(root: Path, decisions: int, concurrency: int) -> tuple[float, float, int]:
+    make_folders(root, decisions)
     judge = LLMCommitJudge(
         FunctionModel(slow_reviewer),
         sharing=SHARE_ALL,
@@ -102,10 +107,7 @@ def vsh_floor(root: Path, decisions: int, concurrency: int, *, serial: bool = Fa
     threads preview and commit on one workspace at once: toolset/_driver.py)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    for i in range(decisions):
-        folder = root / f"d{i:03d}"
-        folder.mkdir(parents=True)
-        (folder / "app.toml").write_text(CONFIG)
+    make_folders(root, decisions)
     runtime = vsh.Runtime.open(root)
     lock = threading.Lock()
 

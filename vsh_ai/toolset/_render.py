@@ -294,12 +294,10 @@ def _worker_verdict(verdict: Verdict | None, names: frozenset[str], program: str
     )
 
 
-def approver_view(
-    outcome: Outcome, limits: OutputLimits, listing: _Listing | None = None
-) -> dict[str, Any]:
+def approver_view(outcome: Outcome, limits: OutputLimits, listing: _Listing) -> dict[str, Any]:
     """What a person deciding on this work sees: full names, diff (secrets redacted),
-    risk flags, the full verdict and the host diagnosis."""
-    listing = listing or _Listing.of(outcome, limits)
+    risk flags, the full verdict and the host diagnosis (``listing``: the outcome's
+    changes and diff, as :func:`render` made them for both views)."""
     listed, omitted = listing.shown, listing.omitted
     receipt = outcome.receipt
     verdict = outcome.verdict

@@ -447,13 +447,6 @@ class Transactions:
         recorded before the resolve, and a replay returns) when VSH settled it in that
         state, else rendered from the final receipt."""
         transaction = preview.transaction
-        verdict = (
-            self.hook.verdict_after(transaction, record)
-            if self.hook
-            else record_verdict(record)
-            if record is not None
-            else None
-        )
         state: ToolState
         if final.state == "committed":
             state = "read" if read_only else "committed"
@@ -473,6 +466,13 @@ class Transactions:
             )
         if promised is not None and promised.state == state:
             return promised
+        verdict = (
+            self.hook.verdict_after(transaction, record)
+            if self.hook
+            else record_verdict(record)
+            if record is not None
+            else None
+        )
         return self.render(self._settled_outcome(preview, state, verdict, evidence, code))
 
     def remember_committed_view(self, transaction: str, view: VshResult) -> None:
