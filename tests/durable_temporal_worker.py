@@ -86,19 +86,23 @@ _STALLED = threading.Lock()
 
 
 def _stall(point: str) -> None:
-    """Stop this whole process (a frozen, not dead, worker) until someone sends SIGCONT.
+    """Stop this whole process (a frozen, not dead, worker) here, until someone sends
+    SIGCONT.
 
-    Once per process: a worker resumed before the takeover finished (see the test's
-    ``_takeover``) can take the call's retry while the first attempt's thread is still
-    inside the journal; freezing it again there would hold the journal's lock against the
-    worker taking over (seen in CI: the takeover failed after waiting 10 s for it), which
-    is a second, different fault, not the one this case injects.
+    The stop is sent to this thread (``pthread_kill``), which stops before its next
+    instruction. ``os.kill(os.getpid(), ...)`` sends it to the process: the kernel hands it
+    to another thread (the event loop's), and this one runs on until that thread has
+    stopped the group; measured, 157 of 200 times it got past the next statement. Here that
+    meant the freeze "before prepare" landed after the journal's record, or inside its
+    lock or VSH's commit, and the worker taking over waited 10 s on the journal's lock and
+    reported a failure (CI at 7221480). Once per process: a worker resumed before the
+    takeover finished can take the call's retry, and must not freeze again.
     """
     if not _STALLED.acquire(blocking=False):
         return
     marker = {"point": point, "pid": os.getpid()}
     (Path(os.environ["VSH_AI_TEMPORAL_CASE_DIR"]) / "stalled_at").write_text(json.dumps(marker))
-    os.kill(os.getpid(), signal.SIGSTOP)
+    signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 
 def _wrap(owner: Any, name: str, point: str, *, before: bool) -> None:

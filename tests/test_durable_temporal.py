@@ -29,6 +29,7 @@ workflow: tests/durable_temporal_workflow.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +75,8 @@ INITIAL, ONCE, TWICE = "start\n", "start\nline 1\n", "start\nline 1\nline 1\n"
 # A generous bound, not a measure of speed: a stalled case's takeover can wait for the
 # frozen worker (STALL_TAKEOVER_S), then for a retried attempt (heartbeats of 2 s, retries
 # after 200 ms), all on two cores shared with the rest of the matrix; 45 s timed out once
-# in a clean CI run (stall-before_prepare; likely the double freeze durable_temporal_worker's
-# _stall now rules out). A deadlocked case still fails, just later.
+# in a clean CI run (stall-before_prepare: the freeze then landed late, see
+# durable_temporal_worker._stall). A deadlocked case still fails, just later.
 RESULT_TIMEOUT_S = 120.0
 
 # (name, path, journal, call key, crash point)
@@ -141,6 +143,7 @@ class _Pool:
                 stderr=stderr,
                 text=True,
                 env=env,
+                start_new_session=True,  # stop() can kill it with every worker it forked
             )
 
     async def codes(self, *, stop: bool = False) -> dict[str, int | str | None]:
@@ -154,10 +157,17 @@ class _Pool:
         return codes
 
     def stop(self) -> None:
-        """SIGTERM: the pool SIGKILLs its workers (frozen ones too) and exits."""
+        """SIGTERM: the pool SIGKILLs its workers (frozen ones too) and exits. One that has
+        not exited 30 s later is SIGKILLed with its whole process group: a worker left
+        running would take CPU and Temporal tasks from the next run."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
         if self.process.stdout is not None:
             self.process.stdout.close()
 
@@ -198,6 +208,8 @@ async def _run_matrix(root: Path) -> dict[str, Any]:
     server = await WorkflowEnvironment.start_local(
         dev_server_existing_path=CLI,
         dev_server_database_filename=str(root / "temporal.sqlite"),
+        # The default (5 s) is not met on a loaded box (seen with every core busy).
+        dev_server_startup_timeout=timedelta(seconds=60),
     )
     try:
         address = server.client.service_client.config.target_host
@@ -394,7 +406,11 @@ def test_every_attempt_uses_the_same_call_key(matrix: dict[str, Any], name: str)
     log = (matrix["dirs"][name] / "keys.jsonl").read_text()
     lines = [json.loads(line) for line in log.splitlines()]
     assert len(lines) >= 2, lines  # the crashed attempt and the retry
-    assert [line["attempt"] for line in lines] == list(range(1, len(lines) + 1))
+    # Attempts in order from the first; one may be missing (on a loaded box an attempt can
+    # time out before its worker got as far as the tool: seen, attempts 1, 2, 4).
+    attempts = [line["attempt"] for line in lines]
+    assert attempts[0] == 1, attempts
+    assert attempts == sorted(set(attempts)), attempts
     assert len({line["pid"] for line in lines}) >= 2, "the retry ran on the crashed worker?"
     assert len({line["key"] for line in lines}) == 1, lines
     assert lines[0]["key"] is not None
@@ -476,4 +492,10 @@ def test_temporal_agent_tool_in_workflow_code_fails_loudly(matrix: dict[str, Any
     assert "call_key=" in error
     assert "TemporalAgent" in error
     result = matrix["results"][name]
-    assert result.get("terminated") or "error" in result, result
+    if not (result.get("terminated") or "error" in result):
+        # The workflow can also finish before the test saw the refusal and terminated it
+        # (seen on a loaded box): then the agent was told, and every call was refused.
+        assert result["returns"], result
+        for seen in result["returns"]:
+            assert seen["state"] == "failed", result
+            assert "call_key=" in (seen["feedback"] or ""), result
