@@ -24,7 +24,6 @@ from ..analysis._deps import (
     DependencySyntaxError,
     Manifest,
     compare_locks,
-    compare_manifests,
     file_kind,
     hash_owners,
     lock_entry_for,
@@ -36,6 +35,7 @@ from ._base import Allowance, Claim, GlobFields
 from ._deps_files import (
     DEPENDENCY_FILES,
     _dep_changes,
+    _manifest_diff,
     _parse_side,
     _shown,
     _siblings,
@@ -127,9 +127,9 @@ class AllowDependencyUpdates(Allowance):
                 f"{path}: {shown}{more}. Only move exact pins of existing packages to newer "
                 "exact versions (same source, extras, marker and hashes), and change nothing else",
             )
-        return Claim(True, self._proven(before, after))
+        return Claim(True, self._proven(evidence, before, after))
 
-    def _proven(self, before: Manifest, after: Manifest) -> str:
+    def _proven(self, evidence: Evidence, before: Manifest, after: Manifest) -> str:
         if after.is_lock:
             moved = [
                 f"{c.name} {c.before.version} -> {c.after.version}"
@@ -139,7 +139,7 @@ class AllowDependencyUpdates(Allowance):
         else:
             moved = [
                 f"{c.name} {c.before.spec if c.before else ''} -> {c.after.spec if c.after else ''}"
-                for c in _dep_changes(before, after)
+                for c in _dep_changes(evidence, before, after)
             ]
         if not moved:
             return f"{after.path}: no dependency, option or other key changed"
@@ -149,7 +149,7 @@ class AllowDependencyUpdates(Allowance):
     def _manifest_problems(
         self, evidence: Evidence, before: Manifest, after: Manifest
     ) -> list[str]:
-        diff = compare_manifests(before, after)
+        diff = _manifest_diff(evidence, before, after)
         problems: list[str] = []
         if diff.options_added or diff.options_removed:
             changed = [*diff.options_added, *diff.options_removed]
@@ -192,7 +192,7 @@ class AllowDependencyUpdates(Allowance):
             )
             if m is not None
         ]
-        changed_roots = _dep_changes(before, after)  # the lock's copy of the manifest
+        changed_roots = _dep_changes(evidence, before, after)  # the lock's copy of the manifest
         owners = hash_owners(after)
         for dep in changed_roots:
             if not self._allowed_name(dep.name):

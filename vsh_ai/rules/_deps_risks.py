@@ -16,7 +16,6 @@ from ..analysis._deps import (
     DependencySyntaxError,
     Manifest,
     compare_locks,
-    compare_manifests,
     floor_major,
     hash_owners,
     is_newer,
@@ -31,6 +30,7 @@ from ._deps_files import (
     _RISK_FILES,
     _SECURITY_TOOLS,
     _empty,
+    _manifest_diff,
     _parse_renamed,
     _parse_side,
     _shown,
@@ -119,7 +119,7 @@ class DependencyRisks(Rule):
         def flag(action: Action, message: str) -> None:
             by_action[action].append(f"{path}: {_shown(message, 200)}.")
 
-        diff = compare_manifests(before, after)
+        diff = _manifest_diff(evidence, before, after)
         if diff.options_added or diff.options_removed:
             changed = [*diff.options_added, *(f"removed {o}" for o in diff.options_removed)]
             flag(
