@@ -233,7 +233,7 @@ async def config_evidence(root: Path, count: int) -> Evidence:
     code = (
         f"for i in range({count}):\n"
         "    p = f'/workspace/config/svc{i:04d}.toml'\n"
-        "    t = vsh_read(p).replace(f'workers = {i % 32 + 1}', 'workers = 33')\n"
+        "    t = vsh_read(p).replace(f'workers = {i % 32 + 1}', f'workers = {i % 32 + 2}')\n"
         "    vsh_write(p, t.replace('timeout_s = 30', 'timeout_s = 60'))"
     )
     return await _evidence(root, files, code, count)
@@ -334,7 +334,7 @@ WORKLOADS: dict[str, tuple[Callable[[int], dict[str, str]], Callable[[int], str]
         lambda n: {f"config/svc{i:04d}.toml": _config_file(i) for i in range(n)},
         lambda n: (
             f"for i in range({n}):\n    p = f'/workspace/config/svc{{i:04d}}.toml'\n"
-            "    t = vsh_read(p).replace(f'workers = {i % 32 + 1}', 'workers = 33')\n"
+            "    t = vsh_read(p).replace(f'workers = {i % 32 + 1}', f'workers = {i % 32 + 2}')\n"
             "    vsh_write(p, t.replace('timeout_s = 30', 'timeout_s = 60'))"
         ),
     ),
@@ -409,6 +409,10 @@ async def judges_section(base: Path, counts: tuple[int, ...]) -> None:
             ratio = decision.cpu_ms / tx
             ratios.setdefault(name, []).append(ratio)
             short = decision.decision[:3]
+            if count == 1 and decision.decision != "approve":
+                # The workload is meant to take the allowance's whole path (a judge
+                # that tightened its bounds may review it: then fix the workload).
+                print(f"  NOTE {name}: the 1-file workload is no longer approved ({short})")
             cells.append(f" {decision.cpu_ms:7.1f}/{tx:7.1f} {ratio:5.0%} {short}")
         print(f"  {name:<20}{''.join(cells)}")
     worst = max((r, n) for n, rs in ratios.items() for r in rs)
