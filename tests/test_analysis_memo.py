@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 from test_analysis_secrets import FRAGMENTS, NOT_SECRETS, PLAIN_LINES, SPELLINGS
 
 from vsh_ai import Evidence
+from vsh_ai._judge_files import load_judge
 from vsh_ai.analysis import _decode, _secrets
 from vsh_ai.analysis._changes import net_changes
 from vsh_ai.analysis._memo import Analysis, analysis_of
 from vsh_ai.llm import PacketRefused, SharingPolicy, build_packet
-from vsh_ai.rules import NoSecrets, ProtectedReads, RuleSet
+from vsh_ai.rules import NoSecrets, ProtectedReads, RuleSet, _config_checker
 from vsh_ai.rules._base import secret_reads
 
 pytestmark = pytest.mark.anyio
@@ -205,3 +206,47 @@ async def test_line_numbers_by_bisect_match_a_recount(evidence_for) -> None:
     verdict = NoSecrets().check(evidence)
     assert verdict is not None
     assert "a.txt (line 51, line 52, line 53)" in verdict.reason
+
+
+async def test_remember_for_keys_by_the_objects_themselves(evidence_for) -> None:
+    memo = analysis_of(await evidence_for(FILES, CODE))
+    a, b = {"k": 1}, {"k": 1}  # equal, yet two parses
+    calls: list[object] = []
+
+    def compute(x: object) -> object:
+        calls.append(x)
+        return object()
+
+    first = memo.remember_for("t", a, b, lambda: compute(a))
+    assert memo.remember_for("t", a, b, lambda: compute(a)) is first
+    assert memo.remember_for("t", b, a, lambda: compute(b)) is not first
+    assert memo.remember_for("other", a, b, lambda: compute(a)) is not first
+    assert len(calls) == 3
+
+
+async def test_config_rules_compare_each_file_once_per_decision(evidence_for, monkeypatch) -> None:
+    """The keep, allowance and value rules of service-config share one key comparison of
+    a file's two parses; the decision is what it was without sharing."""
+    files = {
+        f"config/s{i}.toml": f"[server]\nworkers = {4 + i}\ntimeout_s = 30\n" for i in range(3)
+    }
+    code = (
+        "for i in range(3):\n    p = f'/workspace/config/s{i}.toml'\n"
+        "    vsh_write(p, vsh_read(p).replace('timeout_s = 30', 'timeout_s = 40'))"
+    )
+    evidence = await evidence_for(files, code)
+    judge = load_judge("service-config", skip_llm=True)
+    assert isinstance(judge, RuleSet)
+    compared: list[tuple[object, object]] = []
+    original = _config_checker.config_changes
+
+    def counted(before: object, after: object) -> object:
+        compared.append((before, after))
+        return original(before, after)
+
+    unshared = judge.evaluate(Evidence.model_validate_json(evidence.model_dump_json()))
+    monkeypatch.setattr(_config_checker, "config_changes", counted)
+    verdict = judge.evaluate(evidence)
+    assert verdict.decision == unshared.decision == "approve", verdict.reason
+    assert verdict.reason == unshared.reason
+    assert len(compared) == 3, compared  # one per file, not one per rule

@@ -84,6 +84,17 @@ class Analysis:
         memo[key] = value
         return value
 
+    def remember_for(
+        self, topic: str, first: object, second: object, compute: Callable[[], T]
+    ) -> T:
+        """``compute()`` once per ``topic`` and pair of objects (by identity: parsed trees
+        and manifests that several rules of one decision compare). The entry holds both
+        objects, so their ids name them while it exists."""
+        held = self.remember((topic, id(first), id(second)), lambda: (first, second, compute()))
+        if held[0] is first and held[1] is second:
+            return held[2]
+        return compute()  # pragma: no cover - the entry pins both ids
+
     # -- content (keyed by the bytes themselves: equal bytes, one answer) --------------
 
     def text(self, data: bytes) -> str:

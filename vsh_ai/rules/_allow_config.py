@@ -10,13 +10,12 @@ from .._evidence import Evidence
 from ..analysis._config import (
     MISSING,
     ConfigSyntaxError,
-    config_changes,
     detect_format,
     parse_config,
 )
 from ..analysis._tokens import opaque_line as _opaque_line
 from ._base import Allowance, Claim, GlobFields, NetChange
-from ._config_checker import Checker
+from ._config_checker import Checker, key_changes
 from ._constraints import KeyConstraint, globs_given
 from ._glob import matching
 from ._key_patterns import name_glob
@@ -117,7 +116,7 @@ class AllowConfig(Allowance):
                     f"{path} line {line} adds an opaque token (a key, password, hash or "
                     "encoded value?); config edits here change operational values only",
                 )
-        changes = config_changes(before, after)
+        changes = key_changes(evidence, before, after)
         if not changes:
             return Claim(True, f"{path}: same {fmt} values (only comments or formatting)")
         checker = Checker(self.may_change, fmt, before, after, MISSING)

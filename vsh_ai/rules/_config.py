@@ -35,7 +35,6 @@ from ..analysis._config import (
     MISSING,
     ConfigFormat,
     ConfigSyntaxError,
-    config_changes,
     flatten,
     linear_regex,
     matchable,
@@ -45,6 +44,7 @@ from ..analysis._config import (
 from ..analysis._config_directives import DirectiveKeys
 from ..analysis._config_words import WordMatch, canonical_key, word_match
 from ._base import Action, GlobFields, Rule, describe_paths
+from ._config_checker import key_changes
 from ._glob import matching
 from ._paths import validate_globs
 
@@ -213,7 +213,7 @@ class ConfigInvariants(Rule):
         try:
             after = self._tree(after_bytes, path)
             flat_after = flatten(after)
-            changes = config_changes(before, after) if self.keep else ()
+            changes = key_changes(evidence, before, after) if self.keep else ()
         except ConfigSyntaxError as error:
             return [
                 f"{path} is not valid after the change ({error}); "

@@ -8,14 +8,17 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis._config import ConfigSyntaxError, flatten, typed_equal
+from .._evidence import Evidence
+from ..analysis._config import ConfigSyntaxError, config_changes, flatten, typed_equal
 from ..analysis._config_context import (
     commented_option,
     commented_value,
     key_context,
     stated_unit,
 )
+from ..analysis._config_types import KeyChange
 from ..analysis._config_words import canonical_key
+from ..analysis._memo import analysis_of
 from ..analysis._quantities import DURATION_UNITS, SIZE_UNITS, duration_seconds, in_unit, size_bytes
 from ._constraints import (
     _BOOLEANS,
@@ -32,7 +35,15 @@ from ._constraints import (
 from ._content import compile_re2
 from ._key_patterns import list_diff, pattern_matches, split_key, subtree
 
-__all__ = ("Checker",)
+__all__ = ("Checker", "key_changes")
+
+
+def key_changes(evidence: Evidence, before: Any, after: Any) -> tuple[KeyChange, ...]:
+    """``config_changes(before, after)`` of two parsed trees, once per decision: the keep,
+    allowance and value rules compare the same parses (shared by :func:`parse_config`)."""
+    return analysis_of(evidence).remember_for(
+        "config-changes", before, after, lambda: config_changes(before, after)
+    )
 
 
 class Checker:

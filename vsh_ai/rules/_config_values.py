@@ -38,7 +38,6 @@ from ..analysis._config import (
     MISSING,
     ConfigFormat,
     ConfigSyntaxError,
-    config_changes,
     detect_format,
     parse_config,
 )
@@ -50,7 +49,7 @@ from ..analysis._quantities import SIZE_UNITS, in_unit, size_bytes
 from ..analysis._tokens import opaque_line
 from ..analysis._urls import url_changes
 from ._base import Action, GlobFields, Rule
-from ._config_checker import Checker
+from ._config_checker import Checker, key_changes
 from ._constraints import KeyConstraint, short
 from ._glob import matching
 from ._key_patterns import name_glob
@@ -141,7 +140,7 @@ class ConfigValues(Rule):
                 MISSING if before_bytes is None else parse_config(before_bytes, self.format, path)
             )
             after = parse_config(after_bytes, self.format, path)
-            changes = config_changes(before, after)
+            changes = key_changes(evidence, before, after)
         except ConfigSyntaxError:
             if self.urls:
                 self._line_urls(evidence, path, out)

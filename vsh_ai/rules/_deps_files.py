@@ -167,14 +167,9 @@ def _siblings(evidence: Evidence, path: str, ecosystem: str, *, locks: bool) -> 
 def _manifest_diff(evidence: Evidence, before: Manifest, after: Manifest) -> ManifestDiff:
     """``compare_manifests(before, after)``, once per decision: the allowance, its lock
     check and the risk rule all ask about the same two parses (the analysis memo)."""
-    held = analysis_of(evidence).remember(
-        ("manifest-diff", id(before), id(after)),
-        # The entry keeps both parses alive, so their ids name them while it exists.
-        lambda: (before, after, compare_manifests(before, after)),
+    return analysis_of(evidence).remember_for(
+        "manifest-diff", before, after, lambda: compare_manifests(before, after)
     )
-    if held[0] is before and held[1] is after:
-        return held[2]
-    return compare_manifests(before, after)  # pragma: no cover - the entry pins both ids
 
 
 def _dep_changes(evidence: Evidence, before: Manifest, after: Manifest) -> list[DependencyChange]:
