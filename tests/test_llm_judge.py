@@ -451,7 +451,9 @@ async def test_capacity_wait_counts_inside_the_timeout(safe_evidence) -> None:
     assert len(verdicts) == 2
     assert {v.failure for v, _ in verdicts} <= {"capacity", "timeout"}
     for _, elapsed in verdicts:
-        assert elapsed < 0.5 + 0.4  # never the 10 s capacity wait, nor the 3 s model
+        # The 0.5 s timeout, never the 10 s capacity wait nor the 3 s model (a margin for
+        # a loaded box that still tells them apart)
+        assert elapsed < 0.5 + 2.0
 
 
 async def test_the_request_gets_only_what_the_wait_left_of_the_timeout(safe_evidence) -> None:

@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from vsh_ai import Evidence, Verdict, VshResult, VshToolset
+from vsh_ai.toolset._background import wait_for_folder
 
 pytestmark = pytest.mark.anyio
 
@@ -72,11 +73,15 @@ async def test_a_state_directory_copied_into_another_checkout_is_refused(
 ) -> None:
     first = make_workspace({"log.txt": "line 1\n"})
     seen: list[Any] = []
-    await Agent(one_call(append("line 2\n"), seen), toolsets=[VshToolset(first)]).run(
-        "log", run_id="r"
-    )
+    toolset = VshToolset(first)
+    await Agent(one_call(append("line 2\n"), seen), toolsets=[toolset]).run("log", run_id="r")
     assert [r.state for r in seen] == ["committed"]
     other = make_workspace({"log.txt": "line 1\n"})
+    # A quiescent state directory: the call's final record may still be on its way to the
+    # disk (written in the background once the prepared record answers for it), and a copy
+    # taken meanwhile can see a temporary file vanish (seen: shutil.Error under load).
+    assert toolset.journal is not None
+    wait_for_folder(toolset.journal.directory)
     shutil.copytree(first / ".vsh-runtime" / "vsh-ai", other / ".vsh-runtime" / "vsh-ai")
     again: list[Any] = []
     await Agent(one_call(append("line 2\n"), again), toolsets=[VshToolset(other)]).run(
