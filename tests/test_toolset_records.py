@@ -48,6 +48,7 @@ from vsh_ai.toolset._journal import (
     AlreadyDone,
     CommitJournal,
     JournalConflict,
+    JournalEntry,
     JournalUnavailable,
 )
 from vsh_ai.toolset._result import VshResult
@@ -404,6 +405,96 @@ def test_the_lock_waits_for_a_short_holder(tmp_path: Path) -> None:
     with locked(lock, timeout=5):
         assert time.monotonic() - started >= 0.1
     thread.join()
+
+
+def lock_is_free(folder: Path) -> bool:
+    """Whether another open file could take the journal's lock right now."""
+    try:
+        with locked(folder / ".lock", timeout=0):
+            return True
+    except OSError:
+        return False
+
+
+def test_vsh_is_asked_about_an_earlier_commit_outside_the_journal_lock(
+    tmp_path: Path, key_file: Path
+) -> None:
+    """VSH was asked under the lock: a VSH call stuck behind a peer's commit held every
+    journal writer of the workspace, which all failed with "another process holds the lock"."""
+    folder = tmp_path / "journal"
+    prepare(CommitJournal(folder, workspace_id="ws"))  # an earlier attempt: tx-1 prepared
+    free: list[bool] = []
+
+    def committed(entry: JournalEntry) -> VshResult | None:
+        free.append(lock_is_free(folder))
+        return None  # tx-1 never committed
+
+    entry = CommitJournal(folder, workspace_id="ws").prepare(
+        key="k", tool_name="vsh_write", digest="d" * 64, transaction="tx-2",
+        expected=result(transaction="tx-2"), committed=committed,
+    )  # fmt: skip
+    assert free == [True]
+    assert (entry.transaction, entry.sequence) == ("tx-2", 2)
+
+
+def test_vsh_answers_only_for_the_record_it_was_asked_about(tmp_path: Path, key_file: Path) -> None:
+    """While VSH is asked about tx-1 another process prepares and commits tx-3: the write
+    must not replace that record on the strength of the answer about tx-1."""
+    folder = tmp_path / "journal"
+    other = CommitJournal(folder, workspace_id="ws")
+    prepare(other)
+    asked: list[str | None] = []
+
+    def committed(entry: JournalEntry) -> VshResult | None:
+        asked.append(entry.transaction)
+        if entry.transaction == "tx-1":  # not committed; meanwhile tx-3 is prepared
+            other.prepare(
+                key="k", tool_name="vsh_write", digest="d" * 64, transaction="tx-3",
+                expected=result(transaction="tx-3"),
+            )  # fmt: skip
+            return None
+        return result(transaction=entry.transaction or "")  # tx-3 committed
+
+    with pytest.raises(AlreadyDone) as raised:
+        CommitJournal(folder, workspace_id="ws").prepare(
+            key="k", tool_name="vsh_write", digest="d" * 64, transaction="tx-2",
+            expected=result(transaction="tx-2"), committed=committed,
+        )  # fmt: skip
+    assert asked == ["tx-1", "tx-3"]
+    done = raised.value.entry
+    assert (done.phase, done.transaction, done.result) == (
+        "done",
+        "tx-3",
+        result(transaction="tx-3"),
+    )
+
+
+def test_a_record_replaced_at_every_ask_is_asked_about_under_the_lock(
+    tmp_path: Path, key_file: Path
+) -> None:
+    """Writers that replace the record each time it is asked about cannot keep a write
+    waiting forever: after a few asks outside the lock, VSH is asked under it."""
+    folder = tmp_path / "journal"
+    other = CommitJournal(folder, workspace_id="ws")
+    prepare(other)
+    free: list[bool] = []
+
+    def committed(entry: JournalEntry) -> VshResult | None:
+        free.append(lock_is_free(folder))
+        if free[-1]:
+            other.prepare(
+                key="k", tool_name="vsh_write", digest="d" * 64,
+                transaction=f"tx-other-{len(free)}", expected=result(),
+            )  # fmt: skip
+        return None
+
+    entry = CommitJournal(folder, workspace_id="ws").prepare(
+        key="k", tool_name="vsh_write", digest="d" * 64, transaction="tx-2",
+        expected=result(transaction="tx-2"), committed=committed,
+    )  # fmt: skip
+    assert free == [True, True, True, False]
+    assert entry.transaction == "tx-2"
+    assert CommitJournal(folder, workspace_id="ws").load("k", "d" * 64) == entry
 
 
 def test_a_file_where_the_store_folder_should_be_is_an_approval_error(

@@ -84,6 +84,8 @@ _KEY_SHOWN = 120
 _SETTLED = frozenset(("committed", "read"))
 _WRITTEN_KEPT = 256
 _TEMPORARY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OUTSIDE_ASKS = 3
+"""How many times a write asks VSH about a record outside the lock before asking under it."""
 _RECORD_FIX = "check VSH's state of the call's transaction by hand, then delete the record"
 
 
@@ -205,50 +207,78 @@ class CommitJournal(SignedRecords):
         done_wins: bool,
         committed: CommittedResult | None = None,
     ) -> JournalEntry:
-        """Under the lock: write ``entry`` as the key's newest record, unless the call is
+        """Write ``entry`` as the key's newest record (under the lock), unless the call is
         already done (``done_wins``: return that record; else raise :class:`AlreadyDone`).
 
         ``committed(record)``: the result of a ``prepared`` record whose transaction VSH
         reports committed, else None; such a record of another transaction counts as done.
+        VSH is asked outside the lock (a VSH call blocked behind a peer's commit would
+        otherwise hold every journal writer of the workspace), then the record is read
+        again under it: the answer counts only for the very record it was asked about.
         """
-        with self._unavailable("write"), self._locked():
-            recorded = self._last_written(entry.key, entry.args_digest)
-            if recorded is None:
-                recorded = self._load(entry.key, entry.args_digest)
-            if (
-                recorded is not None
-                and committed is not None
-                and recorded.phase == "prepared"
-                and recorded.transaction is not None
-                and recorded.transaction != entry.transaction
-            ):
-                result = committed(recorded)
-                if result is not None:  # that commit happened: the call is done
-                    recorded = recorded.model_copy(update={"phase": "done", "result": result})
-            if recorded is not None and recorded.phase == "done":
-                if done_wins:
-                    return recorded
-                # Another process finished this call meanwhile (a stalled worker whose
-                # call a durable engine gave to another): never commit it a second time.
-                raise AlreadyDone(recorded)
-            entry = entry.model_copy(
-                update={
-                    "workspace_id": self.workspace_id,
-                    "sequence": (recorded.sequence if recorded is not None else 0) + 1,
-                }
-            )
-            # One serialization: ``mac`` is the model's last field, so the signed record
-            # is the signed payload with it appended.
-            payload = entry.signed_payload()
-            mac = self.mac(payload)
-            data = b'%s,"mac":"%s"}' % (payload[:-1], mac.encode())
-            entry = entry.model_copy(update={"mac": mac})
-            self._written.pop(entry.key, None)  # unknown until both copies are written
-            self._write_both(self.path_for(entry.key), data, durable=durable)
-            self._written[entry.key] = (data, entry)
-            while len(self._written) > _WRITTEN_KEPT:
-                self._written.popitem(last=False)
-            return entry
+        if committed is None:
+            with self._unavailable("write"), self._locked():
+                return self._write_newest(entry, self._current(entry), None, done_wins, durable)
+        answers: dict[tuple[str, int, str], VshResult | None] = {}
+        while True:
+            with self._unavailable("write"), self._locked():
+                recorded = self._current(entry)
+                ask = _another_prepared(recorded, entry)
+                if ask is None:
+                    return self._write_newest(entry, recorded, None, done_wins, durable)
+                seen = (ask.transaction or "", ask.sequence, ask.mac)
+                if seen not in answers and len(answers) >= _OUTSIDE_ASKS:
+                    # Other writers replaced the record every time it was asked about:
+                    # ask under the lock, so the answer and the write see one record.
+                    answers[seen] = committed(ask)
+                if seen in answers:
+                    return self._write_newest(entry, recorded, answers[seen], done_wins, durable)
+            with self._unavailable("write"):
+                answers[seen] = committed(ask)  # outside the lock
+
+    def _current(self, entry: JournalEntry) -> JournalEntry | None:
+        """Under the lock: the key's newest record (None when there is none)."""
+        recorded = self._last_written(entry.key, entry.args_digest)
+        if recorded is None:
+            recorded = self._load(entry.key, entry.args_digest)
+        return recorded
+
+    def _write_newest(
+        self,
+        entry: JournalEntry,
+        recorded: JournalEntry | None,
+        result: VshResult | None,
+        done_wins: bool,
+        durable: bool,
+    ) -> JournalEntry:
+        """Under the lock: write ``entry`` over ``recorded`` (whose prepared transaction
+        VSH reported committed with ``result``, when not None), unless the call is done."""
+        if recorded is not None and result is not None:  # that commit happened: done
+            recorded = recorded.model_copy(update={"phase": "done", "result": result})
+        if recorded is not None and recorded.phase == "done":
+            if done_wins:
+                return recorded
+            # Another process finished this call meanwhile (a stalled worker whose
+            # call a durable engine gave to another): never commit it a second time.
+            raise AlreadyDone(recorded)
+        entry = entry.model_copy(
+            update={
+                "workspace_id": self.workspace_id,
+                "sequence": (recorded.sequence if recorded is not None else 0) + 1,
+            }
+        )
+        # One serialization: ``mac`` is the model's last field, so the signed record
+        # is the signed payload with it appended.
+        payload = entry.signed_payload()
+        mac = self.mac(payload)
+        data = b'%s,"mac":"%s"}' % (payload[:-1], mac.encode())
+        entry = entry.model_copy(update={"mac": mac})
+        self._written.pop(entry.key, None)  # unknown until both copies are written
+        self._write_both(self.path_for(entry.key), data, durable=durable)
+        self._written[entry.key] = (data, entry)
+        while len(self._written) > _WRITTEN_KEPT:
+            self._written.popitem(last=False)
+        return entry
 
     def _last_written(self, key: str, digest: str) -> JournalEntry | None:
         """The record this process last wrote for ``key``, if both copies still hold exactly
@@ -534,3 +564,16 @@ class CurrentCall:
 
 
 CURRENT_CALL: ContextVar[CurrentCall | None] = ContextVar("vsh_ai_current_call", default=None)
+
+
+def _another_prepared(recorded: JournalEntry | None, entry: JournalEntry) -> JournalEntry | None:
+    """``recorded`` when it is a ``prepared`` record of another transaction than
+    ``entry``'s (a commit that may already have happened: VSH must be asked), else None."""
+    if (
+        recorded is None
+        or recorded.phase != "prepared"
+        or recorded.transaction is None
+        or recorded.transaction == entry.transaction
+    ):
+        return None
+    return recorded
