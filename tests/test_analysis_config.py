@@ -278,6 +278,41 @@ def test_yaml_loaders_agree_when_both_read(pieces: list[str]) -> None:
         assert results[0] == results[1], text
 
 
+_SCALAR_TEXT = st.one_of(
+    st.sampled_from(
+        ["yes", "No", "on", "OFF", "y", "1", "-1", "0x1F", "0o17", "1_000", "1.5e3", ".inf",
+         "-.NaN", "2024-01-02", "2024-01-02 10:00:00", "~", "null", "Null", "", "=", "<<",
+         "1:30", "+12", "0b101", "true", "False", "x" * 64, "1" * 65]
+    ),
+    st.text(alphabet="0123456789.:-_+eE~xXnNuUlLtTrRfFaAsSyYoO ", max_size=12),
+)  # fmt: skip
+
+
+@given(values=st.lists(st.tuples(_SCALAR_TEXT, st.booleans()), max_size=8))
+def test_yaml_remembered_tags_are_pyyamls_own(values: list[tuple[str, bool]]) -> None:
+    """Issue 18: a scalar's resolved tag is remembered (keyed by loader, text and whether it
+    was plain); every answer, first or remembered, is PyYAML's own resolver's."""
+    import yaml
+
+    reference = yaml.SafeLoader("")
+    for loader_class in (_config_yaml._PureLoader, _config_yaml._Loader):
+        loader = loader_class("")
+        try:
+            for _ in range(2):  # the second round answers from memory
+                for value, plain in values:
+                    implicit = (plain, not plain)
+                    expected = reference.resolve(yaml.ScalarNode, value, implicit)
+                    assert loader.resolve(yaml.ScalarNode, value, implicit) == expected, value
+        finally:
+            loader.dispose()
+    reference.dispose()
+
+
+def test_yaml_a_quoted_scalar_stays_text_after_the_plain_one() -> None:
+    for text in ("a: 1\nb: '1'\nc: yes\nd: \"yes\"\n", "b: '1'\na: 1\nd: \"yes\"\nc: yes\n"):
+        assert _config_yaml.parse_yaml(text) == {"a": 1, "b": "1", "c": True, "d": "yes"}
+
+
 def test_yaml_libyaml_is_used_when_present() -> None:
     import yaml
 

@@ -21,6 +21,11 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 _MAX_FLOW_DEPTH = 100
 
 
+_RESOLVED: dict[tuple[type, str, bool], str] = {}
+_RESOLVED_CHARS = 64  # longer scalars are rarely repeated: resolved each time, not kept
+_RESOLVED_KEPT = 8192
+
+
 class _Rules:
     """Duplicate keys refused and spec-order merge keys (mixed into both loaders)."""
 
@@ -58,6 +63,30 @@ class _Rules:
                     seen[key] = key_node
                     merged.append((key_node, value_node))
         node.value = merged + explicit
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """PyYAML's tag resolution, remembered for short plain scalars.
+
+        The composer asks for every scalar (libyaml's too: it calls this Python method).
+        Without path resolvers (the safe loaders have none), a scalar's tag is a function of
+        the loader class, its text and whether it was plain (``implicit[0]``), so the answer
+        for one can serve the next.
+        """
+        inherited = super().resolve  # type: ignore[misc]
+        if kind is not yaml.ScalarNode or len(value) > _RESOLVED_CHARS or self._path_resolvers:
+            return str(inherited(kind, value, implicit))
+        key = (type(self), value, bool(implicit[0]))
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = str(inherited(kind, value, implicit))
+            if len(_RESOLVED) >= _RESOLVED_KEPT:
+                _RESOLVED.clear()
+            _RESOLVED[key] = tag
+        return tag
+
+    @property
+    def _path_resolvers(self) -> bool:
+        return bool(getattr(self, "yaml_path_resolvers", None))
 
     def _hashable_key(self, key_node: yaml.Node) -> tuple[type, Any]:
         key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
