@@ -8,6 +8,9 @@ is compared with ``vsh.pydantic_ai.VshCapability`` given the same judge as its h
 (``as_hook(rules)``, the same review budget): the ratio is the toolset's own cost, not the
 judge's.
 
+Then the cost of opening a toolset on a workspace (ours, the upstream integration's,
+``vsh.Runtime.open``): a service may open one per request.
+
 Run: ``.venv/bin/python benchmarks/toolset_overhead.py [iterations]``. Each variant gets
 its own temporary workspace; iterations interleave the variants (in rotating order) so
 drift and other processes' load hit all alike, and the figures are medians. Every program
@@ -32,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +159,39 @@ async def main(iterations: int) -> None:
     print(f"  ours / upstream (rule judge):      {judged_ratio:5.3f}x")
     print(f"  journal cost per committed call: {(ours - unjournaled) * 1000:+.3f} ms")
     print(f"  a replayed call (recorded result returned): ~{replay * 1000:.3f} ms")
+    construction(max(10, iterations // 2))
+
+
+def construction(rounds: int) -> None:
+    """Opening a toolset on a workspace (a service may make one per request): ours, the
+    upstream integration's, and ``vsh.Runtime.open`` (what VSH itself costs), interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        makers: dict[str, Callable[[], object]] = {
+            "vsh.Runtime.open": partial(vsh.Runtime.open, workspace(root, "raw")),
+            "vsh.pydantic_ai VshCapability": lambda: vsh.pydantic_ai.VshCapability(
+                root / "upstream"
+            ).get_toolset(),
+            "vsh_ai VshToolset": partial(VshToolset, workspace(root, "ours")),
+        }
+        workspace(root, "upstream")
+        samples: dict[str, list[float]] = {name: [] for name in makers}
+        names = list(makers)
+        for i in range(-3, rounds):  # 3 warm-up rounds (the first builds tool schemas)
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                started = time.perf_counter()
+                made = makers[name]()
+                elapsed = time.perf_counter() - started
+                del made
+                if i >= 0:
+                    samples[name].append(elapsed)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    base = medians["vsh.Runtime.open"]
+    print(f"median wall time to open a toolset on a workspace, {rounds} rounds each")
+    for name, value in medians.items():
+        print(f"  {name:32s} {value * 1000:7.3f} ms   {value / base:5.3f}x raw")
+    ours = medians["vsh_ai VshToolset"] / medians["vsh.pydantic_ai VshCapability"]
+    print(f"  ours / upstream (open):            {ours:5.3f}x")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from vsh_ai.rules import ProtectedReads, RuleSet
@@ -246,6 +247,34 @@ async def test_tools_selection_and_instructions(make_workspace: Callable[..., Pa
     assert prompts[0].count("Result states:") == 1
     assert tool_names == [sorted(capability.toolset.tool_names)]
     assert len(tool_names[0]) == 11
+
+
+@pytest.mark.parametrize("tools", [None, ["vsh_read", "vsh_write"]])
+def test_every_toolset_gets_the_tools_pydantic_ai_would_make(
+    make_workspace: Callable[..., Path], tools: list[str] | None
+) -> None:
+    """Issue 18: each tool's schema is generated once per process and copied into every
+    toolset (generating it cost 23 ms per toolset). Each toolset's tools are what
+    ``add_function`` makes, call its own methods, and one toolset's edit (the languages
+    Bash adds) does not reach another's."""
+    workspace = make_workspace({"a.txt": "x\n"})
+    made = [
+        (bash, VshToolset(workspace, bash=bash, tools=tools, max_retries=3))
+        for bash in (False, True, False, True)
+    ]
+    for bash, toolset in made:  # checked once all are made: none changed another
+        reference = FunctionToolset[Any](sequential=True, max_retries=3)
+        for name in toolset.tool_names:
+            reference.add_function(getattr(toolset.files, name), takes_ctx=False, name=name)
+        if "vsh_run" in reference.tools:
+            schema = reference.tools["vsh_run"].function_schema.json_schema
+            schema["properties"]["language"]["enum"] = ["monty", "bash"] if bash else ["monty"]
+        assert list(toolset.tools) == list(reference.tools)
+        for name, tool in toolset.tools.items():
+            assert tool.tool_def == reference.tools[name].tool_def, name
+            assert tool.max_retries == 3
+            assert tool.function_schema.function == getattr(toolset.files, name)
+            assert tool.function_schema.function.__self__ is toolset.files  # type: ignore[attr-defined]
 
 
 async def test_call_tool_directly_and_bounded_output(make_workspace: Callable[..., Path]) -> None:

@@ -29,7 +29,7 @@ from ._render import span_attributes
 from ._result import OutputLimits, VshResult
 from ._signing import VshApprovalError
 from ._spans import open_span
-from ._tools import FileTools
+from ._tools import FileTools, add_file_tools
 from ._transaction import Transactions
 from ._workspace import (
     check_state_directory,
@@ -272,8 +272,7 @@ class VshToolset(FunctionToolset[Any]):
             sequential=True,
             instructions=self.instructions_text if include_instructions else None,
         )
-        for name in self.config.tools:
-            self.add_function(getattr(self.files, name), takes_ctx=False, name=name)
+        add_file_tools(self, self.files, self.config.tools)
         run = self.tools.get("vsh_run")
         if run is not None:
             languages = ["monty", "bash"] if self.config.bash else ["monty"]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from copy import deepcopy
+from dataclasses import replace
+from typing import Any, Literal
 
 import vsh
-from pydantic_ai import ModelRetry
+from pydantic_ai import ModelRetry, Tool
+from pydantic_ai._function_schema import FunctionSchema
+from pydantic_ai.toolsets import FunctionToolset
 
 from ._result import VshResult
 
-__all__ = ("FileTools", "RunProgram")
+__all__ = ("FileTools", "RunProgram", "add_file_tools")
 
 RunProgram = Callable[..., Awaitable[VshResult]]
 """``run(code, intent, language=vsh.Language.MONTY, *, tool="vsh_run") -> VshResult``."""
@@ -167,3 +171,51 @@ class FileTools:
 
     async def _helper(self, tool: str, code: str, intent: str) -> VshResult:
         return await self.run_program(code, intent, tool=tool)
+
+
+# Each tool's schema (its argument validator and JSON schema) by tool name and the
+# toolset's schema settings. Pydantic AI builds both from the signature and docstring
+# for every Tool: about 23 ms for the file tools, paid by every VshToolset made (a service
+# making one per request). They depend on FileTools' methods only, so one per process.
+_SCHEMAS: dict[tuple[str, type, str, bool], FunctionSchema] = {}
+
+
+def add_file_tools(toolset: FunctionToolset[Any], files: FileTools, names: Sequence[str]) -> None:
+    """Add ``files``' methods ``names`` to ``toolset`` as its tools (``add_function``'s
+    result, with each schema generated once per process and copied for this toolset)."""
+    for name in names:
+        method = getattr(files, name)
+        key = (
+            name,
+            toolset.schema_generator,
+            toolset.docstring_format,
+            toolset.require_parameter_descriptions,
+        )
+        known = _SCHEMAS.get(key)
+        tool = Tool[Any](
+            method,
+            takes_ctx=False,
+            name=name,
+            docstring_format=toolset.docstring_format,
+            require_parameter_descriptions=toolset.require_parameter_descriptions,
+            schema_generator=toolset.schema_generator,
+            strict=toolset.strict,
+            sequential=toolset.sequential,
+            requires_approval=toolset.requires_approval,
+            include_return_schema=toolset.include_return_schema,
+            function_schema=None if known is None else _copied(known, method),
+        )
+        if known is None:  # kept without the method (it would pin this toolset)
+            _SCHEMAS[key] = _copied(tool.function_schema, getattr(FileTools, name))
+        toolset.add_tool(tool)
+
+
+def _copied(schema: FunctionSchema, function: Callable[..., Any]) -> FunctionSchema:
+    """``schema`` calling ``function``, with its own JSON schemas (a toolset edits them)."""
+    return replace(
+        schema,
+        function=function,
+        json_schema=deepcopy(schema.json_schema),
+        return_schema=deepcopy(schema.return_schema),
+        positional_fields=list(schema.positional_fields),
+    )
