@@ -188,6 +188,36 @@ def test_light_commands_import_nothing_heavy(argv: list[str], allowed: set[str])
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        ["inbox", "/", "--port", "0", "--tokens-file", "/nonexistent/tokens"],
+        ["inbox", "/", "--port", "0", "--host", "0.0.0.0"],
+        ["inbox", "/nonexistent/workspace", "--port", "0"],
+        ["harvest", "/nonexistent/workspace", "--out", "suite.yaml"],
+        ["harvest", "/", "--out", "/nonexistent/folder/suite.yaml"],
+    ],
+)
+def test_a_wrong_argument_is_refused_before_anything_heavy_is_imported(argv: list[str]) -> None:
+    """Issue 18: ``inbox`` and ``harvest`` imported the toolset, the web stack and the
+    analysers (about 2 s of CPU here) before looking at their arguments."""
+    heavy = ["pydantic_ai", "pydantic_evals", "vsh", "logfire", "vsh_ai.analysis", "starlette"]
+    code = (
+        "import sys, contextlib, io\n"
+        "from vsh_ai._cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+        f"    status = main({argv!r})\n"
+        f"print(status, sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    status, _, imported = done.stdout.strip().splitlines()[-1].partition(" ")
+    assert status == "2", done.stdout
+    assert ast.literal_eval(imported) == [], f"{argv} imported {imported}"
+
+
+@pytest.mark.parametrize(
     ("program", "shown"),
     [
         ("vsh_wrte('/workspace/a.txt', 'x')", "vsh_wrte"),

@@ -53,7 +53,7 @@ def test_all_is_a_tuple_of_exactly_the_public_names(module_name: str) -> None:
         )
 
 
-@pytest.mark.parametrize("module_name", ["vsh_ai", "vsh_ai.evals"])
+@pytest.mark.parametrize("module_name", ["vsh_ai", "vsh_ai.evals", "vsh_ai.toolset"])
 def test_lazy_packages_say_no_for_unknown_names_and_list_every_name(module_name: str) -> None:
     module = importlib.import_module(module_name)
     with pytest.raises(AttributeError, match="no_such_name"):

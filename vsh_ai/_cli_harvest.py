@@ -17,8 +17,6 @@ def harvest_command(args: argparse.Namespace, console: Console) -> int:
     from pydantic import ValidationError
     from rich.text import Text
 
-    from .evals._harvest import DEFAULT_AUTHORIZATION, harvest, suite_yaml
-
     if not args.workspace.is_dir():
         raise UsageError(f"WORKSPACE {args.workspace}: not a folder")
     if args.state_directory is not None and not args.state_directory.is_dir():
@@ -31,6 +29,9 @@ def harvest_command(args: argparse.Namespace, console: Console) -> int:
             f"no approval signing key at {approval_key_path()}: run harvest as the user (or "
             "with the VSH_AI_APPROVAL_KEY_FILE) that ran the agent, so records can be verified"
         )
+    # After the arguments are checked: a usage error costs no import of the analysers.
+    from .evals._harvest import DEFAULT_AUTHORIZATION, harvest, suite_yaml
+
     result = harvest(
         args.workspace,
         state_directory=args.state_directory,

@@ -63,16 +63,13 @@ def add_inbox_arguments(parser: argparse.ArgumentParser) -> None:
 
 def inbox_command(args: argparse.Namespace, console: Console) -> int:
     """Serve the inbox until interrupted; returns the exit status."""
-    try:
-        import getpass
-        import logging
+    import getpass
+    import logging
 
-        from ._app import InboxConfig, create_app
-        from ._auth import TokenFileError, Tokens, check_bind_address
-        from ._server import InboxServer
-    except ImportError as error:
-        console.print(f"[red]error:[/red] {_MISSING_WEB} ({error})")
-        return 2
+    # The arguments first, with what checks them alone: a wrong one is refused before the
+    # web stack and the toolset are imported (seconds of CPU on a small machine).
+    from ._auth import TokenFileError, Tokens, check_bind_address
+
     for workspace in args.workspaces:
         if not workspace.is_dir():
             console.print(f"[red]error:[/red] {workspace}: not a folder (give a workspace)")
@@ -85,6 +82,12 @@ def inbox_command(args: argparse.Namespace, console: Console) -> int:
             tokens, printed = Tokens.generated(args.principal or getpass.getuser())
     except (ValueError, TokenFileError) as error:
         console.print(f"[red]error:[/red] {error}")
+        return 2
+    try:
+        from ._app import InboxConfig, create_app
+        from ._server import InboxServer
+    except ImportError as error:
+        console.print(f"[red]error:[/red] {_MISSING_WEB} ({error})")
         return 2
     hosts = args.allowed_host or (["127.0.0.1", "localhost"] if not args.allow_remote else ["*"])
     if args.host not in hosts and "*" not in hosts:

@@ -16,20 +16,45 @@ One tool call is one VSH transaction, one stage a module:
   ``_instructions``: the pieces they share;
 - ``_facade``: :class:`VshToolset`, a thin ``FunctionToolset`` over them, and
   :class:`VshCapability`.
+
+Names are imported on first use (PEP 562), as in :mod:`vsh_ai`: importing one stage (the
+inbox's principal check, the harvest's records) does not import Pydantic AI's agent.
 """
 
-from ._call_key import CallKey, UnstableCallKey, default_call_key
-from ._facade import (
-    ApprovalMode,
-    JudgeScope,
-    ToolName,
-    ToolsetOptions,
-    VshCapability,
-    VshToolset,
-)
-from ._principal import InvalidPrincipal, denial
-from ._result import ChangedPath, OutputLimits, ToolState, VshResult
-from ._signing import VshApprovalError
+from __future__ import annotations
+
+import importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ._call_key import CallKey, UnstableCallKey, default_call_key
+    from ._facade import (
+        ApprovalMode,
+        JudgeScope,
+        ToolName,
+        ToolsetOptions,
+        VshCapability,
+        VshToolset,
+    )
+    from ._principal import InvalidPrincipal, denial
+    from ._result import ChangedPath, OutputLimits, ToolState, VshResult
+    from ._signing import VshApprovalError
+
+_WHERE = {
+    "._call_key": ("CallKey", "UnstableCallKey", "default_call_key"),
+    "._facade": (
+        "ApprovalMode",
+        "JudgeScope",
+        "ToolName",
+        "ToolsetOptions",
+        "VshCapability",
+        "VshToolset",
+    ),
+    "._principal": ("InvalidPrincipal", "denial"),
+    "._result": ("ChangedPath", "OutputLimits", "ToolState", "VshResult"),
+    "._signing": ("VshApprovalError",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "ApprovalMode",
@@ -49,3 +74,16 @@ __all__ = (
     "default_call_key",
     "denial",
 )
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

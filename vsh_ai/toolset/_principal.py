@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
-from pydantic_ai import ToolDenied
+if TYPE_CHECKING:
+    from pydantic_ai import ToolDenied
 
 __all__ = (
     "PRINCIPAL_MAX_CHARS",
@@ -77,6 +79,8 @@ def denial(principal: str, note: str = "") -> ToolDenied:
     the toolset records the principal and the note with the denial, and the worker model
     sees both only as quoted strings.
     """
+    from pydantic_ai import ToolDenied  # here: the inbox checks principals without the agent
+
     name = check_principal(principal)
     text = f"Denied by a person (principal {quoted(name)})."
     if note:
