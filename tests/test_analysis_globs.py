@@ -285,3 +285,17 @@ def test_a_glob_table_pickles_as_its_sets() -> None:
     again = pickle.loads(pickle.dumps(judge))  # durable engines pickle what crosses a step
     assert again.digest == judge.digest  # type: ignore[union-attr]
     assert again._globs.sets == judge._globs.sets  # type: ignore[union-attr]
+
+
+@settings(max_examples=300, deadline=None)
+@given(glob=st.text(alphabet="[]!^-\\az*?{},/.()|+@$", min_size=1, max_size=10))
+def test_a_valid_glob_always_compiles_when_first_matched(glob: str) -> None:
+    """Issue 18: wcmatch's exact regexes are compiled on first use, not when a judge file
+    loads; a glob ``check_globs`` accepts must never fail there instead."""
+    try:
+        check_globs([glob])
+    except ValueError:
+        return
+    for ignore_case in (False, True):
+        re.compile(_globs._compiled(glob, ignore_case).source)  # what the first match does
+        glob_matches(glob, "a/b.txt", ignore_case=ignore_case)

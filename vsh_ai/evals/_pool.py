@@ -229,6 +229,11 @@ class _Worker:
         self.submit(job)
         return self.collect()
 
+    def finish(self) -> None:
+        """Tell the worker there is no more work (it exits once it has cleaned up)."""
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+
     def submit(self, job: tuple[Any, ...]) -> None:
         """Send a job without waiting (replies come in order: ``collect``); a suite
         travels once, then by key."""
@@ -254,8 +259,7 @@ class _Worker:
         return cast(tuple[list[list[RunResult]], dict[str, Signature | None]], value)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.stdin.close()
+        self.finish()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -274,7 +278,10 @@ def start_workers(count: int) -> None:
 
 
 def close_started() -> None:
-    """Stop workers started in advance that no pool run took."""
+    """Stop workers started in advance that no pool run took (all told first, so they
+    clean up at the same time, then waited for)."""
+    for worker in _STARTED:
+        worker.finish()
     while _STARTED:
         _STARTED.pop().close()
 
