@@ -30,6 +30,20 @@ os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 settings.register_profile("vsh-ai", deadline=None)
 settings.load_profile("vsh-ai")
 
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the CPUs this process may use. Many tests wait
+    (on a CLI subprocess, a server, a browser, a timer) and leave their CPU idle; a third
+    worker on two cores fills it. Measured on 2 cores: 243 s with 2 workers, 206 s with 3,
+    216 s with 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return cpus + 1
+
+
 Files = Mapping[str, str | bytes]
 
 
