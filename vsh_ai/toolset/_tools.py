@@ -176,8 +176,8 @@ class FileTools:
 # Each tool's schema (its argument validator and JSON schema) by tool name and the
 # toolset's schema settings. Pydantic AI builds both from the signature and docstring
 # for every Tool: about 23 ms for the file tools, paid by every VshToolset made (a service
-# making one per request). They depend on FileTools' methods only, so one per process.
-_SCHEMAS: dict[tuple[str, type, str, bool], FunctionSchema] = {}
+# making one per request). They depend on the tools class's methods only: one per process.
+_SCHEMAS: dict[tuple[type, str, type, str, bool], FunctionSchema] = {}
 
 
 def add_file_tools(toolset: FunctionToolset[Any], files: FileTools, names: Sequence[str]) -> None:
@@ -186,6 +186,7 @@ def add_file_tools(toolset: FunctionToolset[Any], files: FileTools, names: Seque
     for name in names:
         method = getattr(files, name)
         key = (
+            type(files),
             name,
             toolset.schema_generator,
             toolset.docstring_format,
@@ -206,7 +207,7 @@ def add_file_tools(toolset: FunctionToolset[Any], files: FileTools, names: Seque
             function_schema=None if known is None else _copied(known, method),
         )
         if known is None:  # kept without the method (it would pin this toolset)
-            _SCHEMAS[key] = _copied(tool.function_schema, getattr(FileTools, name))
+            _SCHEMAS[key] = _copied(tool.function_schema, getattr(type(files), name))
         toolset.add_tool(tool)
 
 
