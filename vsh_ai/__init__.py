@@ -13,8 +13,9 @@ Pydantic AI, VSH or the analysers (``vsh-ai --version`` stays fast).
 
 from __future__ import annotations
 
-import importlib
 import typing as _typing
+
+from ._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from ._evidence import (
@@ -120,7 +121,6 @@ _WHERE = {
         "denial",
     ),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "ApprovalMode",
@@ -172,15 +172,4 @@ __all__ = (
     "simulate",
 )
 
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)

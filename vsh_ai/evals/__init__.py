@@ -12,8 +12,9 @@ VSH, Pydantic AI or pydantic-evals.
 
 from __future__ import annotations
 
-import importlib
 import typing as _typing
+
+from .._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from ._compare import Comparison, Disagreement, ReportError, compare_reports, load_report
@@ -75,9 +76,9 @@ if _typing.TYPE_CHECKING:
     from ._telemetry import configure_logfire, logfire_scrubbing
 
 _WHERE = {
-    "_compare": ("Comparison", "Disagreement", "ReportError", "compare_reports", "load_report"),
-    "_harvest": ("HarvestResult", "harvest", "harvest_case", "suite_yaml"),
-    "_metrics": (
+    "._compare": ("Comparison", "Disagreement", "ReportError", "compare_reports", "load_report"),
+    "._harvest": ("HarvestResult", "harvest", "harvest_case", "suite_yaml"),
+    "._metrics": (
         "CategoryRow",
         "Metrics",
         "Observation",
@@ -85,10 +86,10 @@ _WHERE = {
         "compute_metrics",
         "clopper_pearson_interval",
     ),
-    "_models": ("stress_model",),
-    "_mutants": ("MUTATION_KINDS", "MutantCase", "case_mutants", "suite_mutants"),
-    "_names": ("GATE_METRICS", "STRESS_MODES", "StressMode"),
-    "_outcome": (
+    "._models": ("stress_model",),
+    "._mutants": ("MUTATION_KINDS", "MutantCase", "case_mutants", "suite_mutants"),
+    "._names": ("GATE_METRICS", "STRESS_MODES", "StressMode"),
+    "._outcome": (
         "CURRENT_CASE",
         "CaseOutcome",
         "RunFailure",
@@ -96,8 +97,8 @@ _WHERE = {
         "WorkspaceChanged",
         "decided_from",
     ),
-    "_replay": ("RecordingModel", "Recordings", "ReplayError", "ReplayModel", "request_digest"),
-    "_report": (
+    "._replay": ("RecordingModel", "Recordings", "ReplayError", "ReplayModel", "request_digest"),
+    "._report": (
         "REPORT_SCHEMA_VERSION",
         "EvalReport",
         "ExitStatus",
@@ -108,7 +109,7 @@ _WHERE = {
         "render_terminal",
         "wrong_decisions",
     ),
-    "_run": (
+    "._run": (
         "EvalOptions",
         "EvalSetupError",
         "build_judge",
@@ -116,10 +117,10 @@ _WHERE = {
         "run_evals",
         "run_evals_sync",
     ),
-    "_telemetry": ("configure_logfire", "logfire_scrubbing"),
-    "_runner": ("run_case",),
-    "_scoring": ("MutantKindRow", "MutantResult", "RuleCoverage", "SuiteResult", "evaluate_suite"),
-    "_suite": (
+    "._telemetry": ("configure_logfire", "logfire_scrubbing"),
+    "._runner": ("run_case",),
+    "._scoring": ("MutantKindRow", "MutantResult", "RuleCoverage", "SuiteResult", "evaluate_suite"),
+    "._suite": (
         "BinaryFile",
         "EvalCase",
         "Expected",
@@ -133,7 +134,6 @@ _WHERE = {
         "suite_json_schema",
     ),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "CURRENT_CASE",
@@ -206,15 +206,4 @@ __all__ = (
     "wrong_decisions",
 )
 
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)

@@ -23,8 +23,9 @@ inbox's principal check, the harvest's records) does not import Pydantic AI's ag
 
 from __future__ import annotations
 
-import importlib
 import typing as _typing
+
+from .._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from ._call_key import CallKey, UnstableCallKey, default_call_key
@@ -54,7 +55,6 @@ _WHERE = {
     "._result": ("ChangedPath", "OutputLimits", "ToolState", "VshResult"),
     "._signing": ("VshApprovalError",),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = (
     "ApprovalMode",
@@ -75,15 +75,4 @@ __all__ = (
     "denial",
 )
 
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)
