@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,13 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     body = SAFE.format(scenario="alpha") + UNSAFE.format(scenario="alpha")
     (folder / "alpha.yaml").write_text(SUITE.format(scenario="alpha", cases=body))
     (folder / "myjudges.py").write_text(JUDGES)
-    a = run(
-        "eval", "alpha.yaml", "--judge", "myjudges:ApproveInAlpha", "--json", "a.json", cwd=folder
-    )
-    b = run("eval", "alpha.yaml", "--judge", "service-config", "--json", "b.json", cwd=folder)
-    assert a.returncode == 0, a.stderr
-    assert b.returncode == 0, b.stderr
+    commands = [
+        ["eval", "alpha.yaml", "--judge", "myjudges:ApproveInAlpha", "--json", "a.json"],
+        ["eval", "alpha.yaml", "--judge", "service-config", "--json", "b.json"],
+    ]
+    with ThreadPoolExecutor(len(commands)) as pool:  # both at once: each waits on imports
+        for done in pool.map(lambda argv: run(*argv, cwd=folder), commands):
+            assert done.returncode == 0, done.stderr
     return folder
 
 
