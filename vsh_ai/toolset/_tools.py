@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
 import vsh
 from pydantic_ai import ModelRetry, Tool
-from pydantic_ai._function_schema import FunctionSchema
 from pydantic_ai.toolsets import FunctionToolset
 
 from ._result import VshResult
+
+if TYPE_CHECKING:
+    from pydantic_ai._function_schema import FunctionSchema  # what Tool.function_schema holds
 
 __all__ = ("FileTools", "RunProgram", "add_file_tools")
 
@@ -173,10 +175,12 @@ class FileTools:
         return await self.run_program(code, intent, tool=tool)
 
 
-# Each tool's schema (its argument validator and JSON schema) by tool name and the
-# toolset's schema settings. Pydantic AI builds both from the signature and docstring
-# for every Tool: about 23 ms for the file tools, paid by every VshToolset made (a service
-# making one per request). They depend on the tools class's methods only: one per process.
+# Each tool's schema (its argument validator and JSON schema) by tools class, tool name
+# and the toolset's schema settings. Pydantic AI builds both from the signature and the
+# docstring for every Tool: most of the cost of opening a toolset (91 ms to open one
+# before, 9 ms after, benchmarks/toolset_overhead.py), paid by every VshToolset made (a
+# service may make one per request). They depend on the class's methods only: one per
+# process, copied into each toolset.
 _SCHEMAS: dict[tuple[type, str, type, str, bool], FunctionSchema] = {}
 
 
