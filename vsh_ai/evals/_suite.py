@@ -105,8 +105,9 @@ class EvalCase(_Strict):
     @classmethod
     def _relative_paths(cls, files: dict[str, Any]) -> dict[str, Any]:
         for name in files:
-            parts = Path(name).parts
-            if Path(name).is_absolute() or ".." in parts or not parts:
+            path = Path(name)
+            parts = path.parts
+            if path.is_absolute() or ".." in parts or not parts:
                 raise ValueError(
                     f"file path {name!r} must be relative and stay in the workspace; fix: "
                     "name it from the workspace root without a leading / or .., e.g. "
