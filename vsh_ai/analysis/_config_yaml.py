@@ -72,21 +72,17 @@ class _Rules:
         the loader class, its text and whether it was plain (``implicit[0]``), so the answer
         for one can serve the next.
         """
-        inherited = super().resolve  # type: ignore[misc]
-        if kind is not yaml.ScalarNode or len(value) > _RESOLVED_CHARS or self._path_resolvers:
-            return str(inherited(kind, value, implicit))
+        paths = self.yaml_path_resolvers  # type: ignore[attr-defined]  # {} in both loaders
+        if kind is not yaml.ScalarNode or len(value) > _RESOLVED_CHARS or paths:
+            return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
         key = (type(self), value, bool(implicit[0]))
         tag = _RESOLVED.get(key)
-        if tag is None:
-            tag = str(inherited(kind, value, implicit))
+        if tag is None:  # asked on a miss only: the hit path makes no further call
+            tag = str(super().resolve(kind, value, implicit))  # type: ignore[misc]
             if len(_RESOLVED) >= _RESOLVED_KEPT:
                 _RESOLVED.clear()
             _RESOLVED[key] = tag
         return tag
-
-    @property
-    def _path_resolvers(self) -> bool:
-        return bool(getattr(self, "yaml_path_resolvers", None))
 
     def _hashable_key(self, key_node: yaml.Node) -> tuple[type, Any]:
         key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
