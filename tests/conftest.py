@@ -31,7 +31,6 @@ settings.register_profile("vsh-ai", deadline=None)
 settings.load_profile("vsh-ai")
 
 
-
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the CPUs this process may use. Many tests wait
     (on a CLI subprocess, a server, a browser, a timer) and leave their CPU idle; a third

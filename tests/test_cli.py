@@ -199,6 +199,39 @@ def test_light_commands_import_nothing_heavy(argv: list[str], allowed: set[str])
     assert imported <= allowed, f"{argv} imported {sorted(imported - allowed)}"
 
 
+FROZEN_AT_EXIT = (
+    "import atexit, gc, sys\n"
+    "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+)
+"""Prefix of a ``-c`` program: at exit, says whether the heap was frozen."""
+
+
+@pytest.mark.parametrize(
+    ("launcher", "argv", "status"),
+    [
+        ("runpy.run_module('vsh_ai', run_name='__main__')", ["judges"], 0),
+        ("runpy.run_module('vsh_ai', run_name='__main__')", ["--version"], 0),
+        ("runpy.run_module('vsh_ai', run_name='__main__')", ["eval", "--workers", "0"], 2),
+        ("entry_points(group='console_scripts')['vsh-ai'].load()()", ["judges"], 0),
+    ],
+)
+def test_the_command_exits_without_collecting_its_heap(
+    launcher: str, argv: list[str], status: int
+) -> None:
+    """Issue 18: the interpreter's exit collected garbage over every imported module,
+    about 0.3 s after an eval; ``vsh-ai`` and ``python -m vsh_ai`` freeze the heap
+    first, whatever the exit (argparse's own included), and keep the exit status."""
+    code = (
+        FROZEN_AT_EXIT + "import runpy\nfrom importlib.metadata import entry_points\n"
+        f"sys.argv = ['vsh-ai', *{argv!r}]\n{launcher}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == status, done.stderr
+    assert done.stderr.splitlines()[-1] == "frozen True"
+
+
 @pytest.mark.parametrize(
     "argv",
     [

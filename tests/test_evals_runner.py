@@ -404,6 +404,29 @@ def test_workers_started_in_advance_and_not_taken_are_stopped() -> None:
     assert worker.process.poll() == 0  # it read EOF on stdin and exited by itself
 
 
+def test_a_worker_exits_without_collecting_its_heap() -> None:
+    """The parent waits for a worker's exit (``close_started``): the worker freezes its
+    heap first, as ``vsh-ai`` does, instead of collecting over every imported module."""
+    import io
+    import subprocess
+    import sys
+
+    from vsh_ai.evals._pool import _send
+
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from vsh_ai.evals._pool import _serve\n_serve()\n"
+    )
+    stdin = io.BytesIO()
+    _send(stdin, sys.path)  # what ``_Worker`` sends first; then EOF
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=stdin.getvalue(), capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().splitlines()[-1] == "frozen True"
+
+
 class SlowModel:
     """Waits like a model call and counts how many decisions on ``notes.txt`` = 'a' overlap."""
 
