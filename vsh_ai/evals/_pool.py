@@ -369,6 +369,9 @@ def run_in_pool(
 
 def _serve() -> None:
     """Worker main: read jobs from stdin, write results to stdout, until EOF."""
+    from .._cli import GC_THRESHOLDS
+
+    gc.set_threshold(*GC_THRESHOLDS)  # a process of its own, like `vsh-ai` (`_cli.script`)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything printed by a judge must not corrupt the pipe
     sys.path[:] = _receive(stdin)
