@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -41,6 +42,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
     return cpus + 1
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Once the tests are collected, what exists (pytest, every imported module, the
+    test functions) lives until the end: frozen, full collections no longer walk it, and
+    they are rarer, as in ``vsh-ai`` itself (``GC_THRESHOLDS``). Objects a test makes are
+    collected as before (a test that checks they are freed still sees it)."""
+    from vsh_ai._cli import GC_THRESHOLDS
+
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 Files = Mapping[str, str | bytes]
