@@ -312,6 +312,69 @@ def test_real_values_with_placeholder_words_are_not_placeholders(value: str) -> 
     assert find_secrets(f'password = "{value}"')
 
 
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``(?s)(?:a|b|...)``."""
+    body = pattern.removeprefix("(?s)(?:").removesuffix(")")
+    parts, depth, current, chars = [], 0, "", iter(body)
+    for char in chars:
+        if char == "\\":
+            current += char + next(chars)
+            continue
+        if char == "[":  # a class: to its closing bracket (none of ours holds one)
+            while char != "]":
+                current += char
+                char = next(chars)
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def _form_alternatives() -> list[str]:
+    from vsh_ai.analysis import _secret_values
+
+    return _alternatives(_secret_values._PLACEHOLDER_FORM.pattern)
+
+
+def test_the_placeholder_form_splits_into_its_alternatives() -> None:
+    from vsh_ai.analysis import _secret_values
+
+    alternatives = _form_alternatives()
+    assert len(alternatives) == 24
+    assert f"(?s)(?:{'|'.join(alternatives)})" == _secret_values._PLACEHOLDER_FORM.pattern
+
+
+@pytest.mark.parametrize("alternative", _form_alternatives())
+@given(data=st.data())
+def test_the_placeholder_prefilter_never_hides_a_placeholder_form(
+    alternative: str, data: st.DataObject
+) -> None:
+    """Issue 18: a text dense with secrets asks ``is_placeholder`` for thousands of values;
+    a check of their first and last characters skips the regex for values it cannot
+    match whole, and must never skip one it matches. Each alternative of the form makes
+    its own strings (its RE2 syntax reads alike in Python's re)."""
+    from vsh_ai.analysis import _secret_values
+
+    value = data.draw(st.from_regex(f"(?s){alternative}", fullmatch=True))
+    if value and _secret_values._PLACEHOLDER_FORM.fullmatch(value) is not None:
+        assert _secret_values._could_be_placeholder_form(value), value
+
+
+@given(st.text(max_size=24) | st.text(alphabet=" -_.aZé1²٣", max_size=8))
+def test_letters_and_separators_reads_each_character_as_before(value: str) -> None:
+    """Issue 18: the per-character generators of ``is_placeholder`` became two string
+    methods in C; the old test is the reference."""
+    from vsh_ai.analysis._secret_values import _letters_and_separators
+
+    before = not (
+        any(c.isdigit() for c in value) or not all(c.isalpha() or c in " -_." for c in value)
+    )
+    assert _letters_and_separators(value) == before
+
+
 # -- encodings keep detection (hypothesis) ---------------------------------------
 
 TOKENS = [
