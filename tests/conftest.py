@@ -47,9 +47,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Once the tests are collected, what exists (pytest, every imported module, the
     test functions) lives until the end: frozen, full collections no longer walk it, and
-    they are rarer, as in ``vsh-ai`` itself (``GC_THRESHOLDS``). Objects a test makes are
+    they are rarer, as in ``vsh-ai`` itself (``vsh_ai._process``). Objects a test makes are
     collected as before (a test that checks they are freed still sees it)."""
-    from vsh_ai._cli import GC_THRESHOLDS
+    from vsh_ai._process import GC_THRESHOLDS
 
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vsh_ai._cli import GC_THRESHOLDS, main
+from vsh_ai._cli import main
+from vsh_ai._process import GC_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parents[1]
 

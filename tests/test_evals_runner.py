@@ -411,7 +411,7 @@ def test_a_worker_exits_without_collecting_its_heap() -> None:
     import subprocess
     import sys
 
-    from vsh_ai._cli import GC_THRESHOLDS
+    from vsh_ai._process import GC_THRESHOLDS
     from vsh_ai.evals._pool import _send
 
     code = (

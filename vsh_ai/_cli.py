@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from rich.console import Console
 
+from . import _process
 from ._cli_io import UsageError
 from ._cli_parser import parser as _parser
 
@@ -120,28 +120,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-GC_THRESHOLDS = (700, 10, 100)
-"""Python's defaults, except the oldest generation's (10): a full collection walks every
-object the imports made (Pydantic AI, pydantic-evals, Logfire, VSH), and an ``eval``
-made four of them, 0.3 s of CPU (measured). Young garbage is collected as before; a
-cycle that lives long enough to reach the oldest generation is freed later."""
-
-
 def script() -> NoReturn:
     """The ``vsh-ai`` console script and ``python -m vsh_ai``: ``main()``, then exit.
 
-    Garbage collection is tuned for a process that imports a lot and then runs: full
-    collections are rarer (:data:`GC_THRESHOLDS`), and the heap is frozen
-    (``gc.freeze``) before the interpreter exits, whose last collections over everything
-    imported cost about 0.3 s after an ``eval``. Exit handlers, threads and stream
-    flushes run as usual. ``main`` itself changes nothing: code that calls it (tests
-    included) goes on running.
+    Garbage collection is tuned for a process of vsh-ai's own (:mod:`vsh_ai._process`):
+    rarer full collections, and a frozen heap at exit. ``main`` itself changes nothing:
+    code that calls it (tests included) goes on running.
     """
-    gc.set_threshold(*GC_THRESHOLDS)
+    _process.at_start()
     try:
         status = main()
     finally:  # also after argparse's own exits (``--version``, ``--help``, a usage error)
-        gc.freeze()
+        _process.at_exit()
     raise SystemExit(status)
 
 

@@ -7,7 +7,6 @@ signatures travel with the mutants, which must reproduce them.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import pickle
 import struct
@@ -22,6 +21,7 @@ from typing import IO, Any, cast
 
 import anyio
 
+from .. import _process
 from .._hooks import JudgeHook
 from ._mutants import Signature
 from ._outcome import RunResult, traced_hook
@@ -369,17 +369,13 @@ def run_in_pool(
 
 def _serve() -> None:
     """Worker main: read jobs from stdin, write results to stdout, until EOF."""
-    from .._cli import GC_THRESHOLDS
-
-    gc.set_threshold(*GC_THRESHOLDS)  # a process of its own, like `vsh-ai` (`_cli.script`)
+    _process.at_start()  # a process of vsh-ai's own, like `vsh-ai` (`_cli.script`)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything printed by a judge must not corrupt the pipe
     sys.path[:] = _receive(stdin)
     os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
     anyio.run(_serve_jobs, stdin, stdout)
-    # The caller waits for this exit: skip the interpreter's last collections over every
-    # imported module (about 0.3 s), as `vsh-ai` itself does (`_cli.script`).
-    gc.freeze()
+    _process.at_exit()  # the caller waits for this exit
 
 
 async def _serve_jobs(stdin: IO[bytes], stdout: IO[bytes]) -> None:
