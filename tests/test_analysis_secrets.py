@@ -320,7 +320,7 @@ def _alternatives(pattern: str) -> list[str]:
         if char == "\\":
             current += char + next(chars)
             continue
-        if char == "[":  # a class: to its closing bracket (none of ours holds one)
+        if char == "[":  # a class: to its closing bracket (no class of ours escapes a "]")
             while char != "]":
                 current += char
                 char = next(chars)
