@@ -79,8 +79,7 @@ def suites_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def judges_command(args: argparse.Namespace, console: Console) -> int:
-    import tomllib
-
+    from . import _toml
     from .evals._names import bundled_root
 
     rows: list[dict[str, Any]] = []
@@ -88,7 +87,7 @@ def judges_command(args: argparse.Namespace, console: Console) -> int:
         # A listing reads the header fields itself (compiling rules costs far more); a
         # file they are not plain in goes through the loader, which says what is wrong.
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = _toml.loads(path.read_text(encoding="utf-8"))
             judge_id, description = data["id"], data["description"]
             if not isinstance(judge_id, str) or not isinstance(description, str):
                 raise ValueError(path)

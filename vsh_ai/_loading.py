@@ -11,11 +11,12 @@ refuses duplicate keys; its error is mapped to a line and column.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from . import _toml
 
 __all__ = ("Located", "SourceError", "load_toml", "load_yaml")
 
@@ -159,10 +160,10 @@ _BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def load_toml(text: str) -> Located:
-    """Parse TOML (tomllib refuses duplicate keys); keys located by a line scan."""
+    """Parse TOML (tomli refuses duplicate keys); keys located by a line scan."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as error:
         message = str(error)
         found = _TOML_POSITION.search(message)
         line, column = (int(found[1]), int(found[2])) if found else (1, 1)

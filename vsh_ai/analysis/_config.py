@@ -32,7 +32,8 @@ Typed values
     INI, ``.env`` and ``.properties`` values are always strings; rules coerce them.
 
 Formats
-    TOML via :mod:`tomllib`. JSON with duplicate keys and ``NaN``/``Infinity`` refused.
+    TOML via tomli (:mod:`vsh_ai._toml`: ``tomllib``, compiled). JSON with duplicate keys
+    and ``NaN``/``Infinity`` refused.
     YAML with PyYAML's safe loader only (on libyaml, ``yaml.CSafeLoader``, when PyYAML
     has it; else the pure ``yaml.SafeLoader``): anchors and aliases resolved, merge keys
     ``<<: *base`` and ``<<: [*a, *b]`` resolved as the YAML merge spec says (explicit keys
@@ -70,13 +71,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
 from collections import OrderedDict
 from collections.abc import Mapping
 from functools import lru_cache
 from threading import Lock
 from typing import Any
 
+from .. import _toml
 from ._config_directives import DirectiveKeys
 from ._config_formats import parse_env, parse_ini, parse_json, parse_properties
 from ._config_keys import _FLAT as _FLAT  # a result cache benchmarks/rules.py clears
@@ -184,7 +185,7 @@ def _parse(data: bytes, fmt: ConfigFormat, path: str) -> Any:
         raise ConfigSyntaxError(f"{where}not UTF-8 (byte {error.start}: {error.reason})") from None
     try:
         if fmt == "toml":
-            return tomllib.loads(text)
+            return _toml.loads(text)
         if fmt == "json":
             return parse_json(text)
         if fmt == "yaml":

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 
+from .. import _toml
 from ._deps_model import (
     MAX_FILE_BYTES,
     MAX_LOCK_FILE_BYTES,
@@ -34,8 +34,8 @@ from ._deps_yarn import parse_pnpm_lock, parse_yarn_lock
 
 def _python_lock(text: str, path: str, kind: Literal["uv.lock", "poetry.lock"]) -> Manifest:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as error:
         raise DependencySyntaxError(f"{path}: {error}") from None
     packages = data.pop("package", [])
     if not isinstance(packages, list):

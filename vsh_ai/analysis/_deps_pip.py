@@ -5,7 +5,6 @@ from __future__ import annotations
 import configparser
 import re
 import shlex
-import tomllib
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from .. import _toml
 from ._deps_model import (
     MAX_REQUIREMENT_LINES,
     Dependency,
@@ -300,7 +300,7 @@ def parse_installer_config(text: str, path: str = "uv.toml") -> Manifest:
     data: Any
     try:
         if name.endswith(".toml"):
-            data = tomllib.loads(text)
+            data = _toml.loads(text)
         elif name == ".yarnrc":
             data = {}
             for line in text.splitlines():
@@ -311,7 +311,7 @@ def parse_installer_config(text: str, path: str = "uv.toml") -> Manifest:
             import yaml  # a declared dependency; imported here as only these files need it
 
             data = yaml.safe_load(text) or {}
-    except (tomllib.TOMLDecodeError, ValueError) as error:
+    except (_toml.TOMLDecodeError, ValueError) as error:
         raise DependencySyntaxError(f"{path}: {str(error)[:120]}") from None
     except Exception as error:  # yaml's YAMLError and its subclasses
         raise DependencySyntaxError(f"{path}: {type(error).__name__}") from None

@@ -10,11 +10,11 @@ Pipfile.lock's ``default``/``develop`` entries are lock entries with their ``has
 from __future__ import annotations
 
 import json
-import tomllib
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from .. import _toml
 from ._deps_model import (
     Dependency,
     DependencySyntaxError,
@@ -51,8 +51,8 @@ def _pipfile_dep(section: str, name: str, value: Any) -> Dependency:
 
 def parse_pipfile(text: str, path: str = "Pipfile") -> Manifest:
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data: dict[str, Any] = _toml.loads(text)
+    except _toml.TOMLDecodeError as error:
         raise DependencySyntaxError(f"{path}: {error}") from None
     deps: list[Dependency] = []
     for table, section in _SECTIONS.items():

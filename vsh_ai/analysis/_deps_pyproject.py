@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from .. import _toml
 from ._deps_model import Dependency, DependencySyntaxError, Manifest, _flat, _pop, _source_text
 from ._deps_pip import _pep508
 from ._deps_ranges import npm_exact, pep440_exact
@@ -48,8 +48,8 @@ def _poetry_deps(section: str, name: str, value: Any) -> list[Dependency]:
 def parse_pyproject(text: str, path: str = "pyproject.toml") -> Manifest:
     """``[project]`` dependency lists, dependency groups, uv/poetry sources and indexes."""
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data: dict[str, Any] = _toml.loads(text)
+    except _toml.TOMLDecodeError as error:
         raise DependencySyntaxError(f"{path}: {error}") from None
     deps: list[Dependency] = []
     options: list[str] = []

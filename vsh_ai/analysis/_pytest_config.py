@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import configparser
 import shlex
-import tomllib
 from pathlib import PurePosixPath
+
+from .. import _toml
 
 __all__ = ("PYTEST_CONFIG_NAMES", "collection_changes", "pytest_options")
 
@@ -81,8 +82,8 @@ def pytest_options(path: str, data: bytes | None) -> Options | None:
     text = data.decode("utf-8", "replace")
     if name == "pyproject.toml":
         try:
-            tool = tomllib.loads(text).get("tool", {})
-        except tomllib.TOMLDecodeError:
+            tool = _toml.loads(text).get("tool", {})
+        except _toml.TOMLDecodeError:
             return None
         pytest = tool.get("pytest", {}) if isinstance(tool, dict) else {}
         if not isinstance(pytest, dict):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Iterator
 from datetime import date, datetime, time
 from typing import Any
 
 import yaml
+
+from .. import _toml
 
 __all__ = ("convert",)
 
@@ -20,7 +21,7 @@ _YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 def _load(text: str, fmt: str) -> Any:
     if fmt == "toml":
-        return tomllib.loads(text)
+        return _toml.loads(text)
     if fmt == "json":
         return json.loads(text)
     if re.search(r"(?m)(^|\s)[&*][\w-]+|<<:", text):
@@ -101,6 +102,6 @@ def convert(text: str, source: str, target: str, *, renest: bool = False) -> str
         out = _dump_renested(data, target) if renest else _dump(data, target)
         if _load(out, target) != data:
             return None
-    except (ValueError, TypeError, yaml.YAMLError, tomllib.TOMLDecodeError, RecursionError):
+    except (ValueError, TypeError, yaml.YAMLError, _toml.TOMLDecodeError, RecursionError):
         return None
     return out

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from .. import _toml
 from .._evidence import Evidence
 from ..analysis._config import ConfigSyntaxError, config_changes, flatten, typed_equal
 from ..analysis._config_context import (
@@ -311,8 +311,8 @@ def _documented(raw: str | None, fmt: str) -> Any:
     if fmt in _STRING_FORMATS:
         return raw
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = _toml.loads(f"v = {raw}")["v"]
+    except _toml.TOMLDecodeError:
         return None
     return value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
 
