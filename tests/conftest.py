@@ -49,10 +49,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     test functions) lives until the end: frozen, full collections no longer walk it, and
     they are rarer, as in ``vsh-ai`` itself (``vsh_ai._process``). Objects a test makes are
     collected as before (a test that checks they are freed still sees it)."""
-    from vsh_ai._process import GC_THRESHOLDS
+    from vsh_ai import _process
 
     gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    _process.at_start()
 
 
 Files = Mapping[str, str | bytes]
