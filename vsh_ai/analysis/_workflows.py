@@ -36,6 +36,7 @@ __all__ = (
     "CheckLoss",
     "Workflow",
     "check_tools",
+    "fetches_files",
     "job_steps",
     "lookalike",
     "parse_action",
@@ -228,6 +229,22 @@ _FETCH_WORDS = re.compile(
     r"(?i)c(?:url)|w(?:get)|a(?:ria2c)|i(?:nvoke-(?:webrequest|restmethod)|wr|rm)|"
     r"b(?:itstransfer)|g(?:h\s)|d(?:ownload)"
 )
+# The same words in ASCII bytes already lowered: on ASCII text, ``(?i)`` pairs each letter
+# with its ASCII case only (the four non-ASCII letters it also matches, U+0130, U+0131,
+# U+017F and U+212A, cannot occur) and ``\s`` is exactly these ten characters, so a search
+# of ``data.lower()`` finds a word exactly when :data:`_FETCH_WORDS` does, about nine times
+# faster (no case folding per character).
+_FETCH_WORDS_ASCII = re.compile(
+    rb"c(?:url)|w(?:get)|a(?:ria2c)|i(?:nvoke-(?:webrequest|restmethod)|wr|rm)|"
+    rb"b(?:itstransfer)|g(?:h[\t\n\x0b\x0c\r\x1c-\x1f ])|d(?:ownload)"
+)
+
+
+def fetches_files(data: bytes) -> bool:
+    """Whether ``data`` holds a word of a command or action that fetches files."""
+    if data.isascii():
+        return _FETCH_WORDS_ASCII.search(data.lower()) is not None
+    return _FETCH_WORDS.search(data.decode("utf-8", "replace")) is not None
 
 
 @dataclass(frozen=True)
@@ -312,8 +329,7 @@ class Workflow:
 def workflow_of(data: bytes, path: str = "") -> Workflow:
     """Parse workflow bytes (:class:`ConfigSyntaxError` when they are not YAML)."""
     tree = parse_config(data, "yaml", path)
-    fetches = _FETCH_WORDS.search(data.decode("utf-8", "replace")) is not None
-    return Workflow(tree if isinstance(tree, Mapping) else None, fetches)
+    return Workflow(tree if isinstance(tree, Mapping) else None, fetches_files(data))
 
 
 def workflow_side(evidence: Evidence, path: str, side: str) -> Workflow | None:
