@@ -41,7 +41,7 @@ import vsh
 from vsh_ai import Evidence, as_hook
 from vsh_ai._judge_files import load_judge
 from vsh_ai._simulate import simulate
-from vsh_ai.analysis import _changes, _config, _secrets
+from vsh_ai.analysis import _config, _secrets
 from vsh_ai.rules import (
     AllowConfig,
     AllowPaths,
@@ -51,7 +51,6 @@ from vsh_ai.rules import (
     NoSecrets,
     ProtectedReads,
     RuleSet,
-    _base,
 )
 from vsh_ai.rules._base import net_changes, secret_reads
 
@@ -131,8 +130,6 @@ _RESULT_CACHES = (
     (_config, "_PARSED"),
     (_config, "_FLAT"),
     (_secrets, "_FOUND"),
-    (_changes, "_CACHE"),
-    (_base, "_SECRET_BLOBS"),
 )
 
 
