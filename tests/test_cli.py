@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_support import FROZEN_AT_EXIT
 
 from vsh_ai._cli import main
 from vsh_ai._process import GC_THRESHOLDS
@@ -198,14 +199,6 @@ def fresh_main(argv: list[str]) -> tuple[int | None, set[str]]:
 def test_light_commands_import_nothing_heavy(argv: list[str], allowed: set[str]) -> None:
     _, imported = fresh_main(argv)
     assert imported <= allowed, f"{argv} imported {sorted(imported - allowed)}"
-
-
-FROZEN_AT_EXIT = (
-    "import atexit, gc, sys\n"
-    "atexit.register(lambda: print(gc.get_freeze_count() > 0, gc.get_threshold(),\n"
-    "                              file=sys.stderr))\n"
-)
-"""Prefix of a ``-c`` program: at exit, whether the heap was frozen and the GC thresholds."""
 
 
 @pytest.mark.parametrize(

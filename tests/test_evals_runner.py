@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from process_support import FROZEN_AT_EXIT
 
 from vsh_ai import Evidence, Verdict
 from vsh_ai.evals import (
@@ -414,12 +415,7 @@ def test_a_worker_exits_without_collecting_its_heap() -> None:
     from vsh_ai._process import GC_THRESHOLDS
     from vsh_ai.evals._pool import _send
 
-    code = (
-        "import atexit, gc, sys\n"
-        "atexit.register(lambda: print(gc.get_freeze_count() > 0, gc.get_threshold(),\n"
-        "                              file=sys.stderr))\n"
-        "from vsh_ai.evals._pool import _serve\n_serve()\n"
-    )
+    code = FROZEN_AT_EXIT + "from vsh_ai.evals._pool import _serve\n_serve()\n"
     stdin = io.BytesIO()
     _send(stdin, sys.path)  # what ``_Worker`` sends first; then EOF
     done = subprocess.run(
