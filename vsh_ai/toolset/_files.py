@@ -42,7 +42,8 @@ _LOCK = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 class StateFileError(OSError):
     """A state file that is not a regular file, is a symlink, is too large, or whose
-    lock another process holds too long. ``str()`` is the whole message, fix included."""
+    lock another process (or thread) holds too long. ``str()`` is the whole message, fix
+    included."""
 
     def __init__(self, path: Path, message: str) -> None:
         super().__init__(message)
@@ -163,8 +164,8 @@ def locked(path: Path, *, timeout: float) -> Iterator[None]:
                 if left <= 0:
                     raise StateFileError(
                         path,
-                        f"another process holds the lock at {path} (waited {timeout:g} s): "
-                        "let it finish, or stop it if it hangs, then try again",
+                        f"another process or thread holds the lock at {path} (waited "
+                        f"{timeout:g} s): let it finish, or stop it if it hangs, then try again",
                     ) from None
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 0.05)
