@@ -382,7 +382,8 @@ def test_a_held_lock_is_waited_for_with_a_bound(
         with pytest.raises(error) as raised:
             finishes(action, unblock=release)
         assert time.monotonic() - started < 3
-        assert f"another process or thread holds the lock at {folder / '.lock'}" in str(raised.value)
+        held = f"another process or thread holds the lock at {folder / '.lock'}"
+        assert held in str(raised.value)
     finally:
         release()
         os.close(holder)
