@@ -15,6 +15,7 @@ from vsh_ai.analysis._config import (
     MISSING,
     ConfigSyntaxError,
     KeyChange,
+    TypedSet,
     check_key_pattern,
     config_changes,
     detect_format,
@@ -23,6 +24,7 @@ from vsh_ai.analysis._config import (
     lookup,
     parse_config,
     typed_equal,
+    typed_key,
 )
 
 
@@ -520,6 +522,58 @@ def test_typed_equal_decisions() -> None:
     assert typed_equal(MISSING, MISSING)
 
 
+_CLOSE_SCALARS = st.one_of(
+    st.sampled_from([0, 1, 2, True, False, 0.0, -0.0, 1.0, math.inf, "", "1", "a", None, MISSING]),
+    st.builds(lambda: float("nan")),  # a new NaN object each time: equal, never identical
+)
+_CLOSE_KEYS = st.sampled_from(["a", "b", 1, True, 1.0, 0, False])
+_CLOSE_VALUES = st.recursive(
+    _CLOSE_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(_CLOSE_KEYS, inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@given(st.lists(_CLOSE_VALUES, min_size=2, max_size=8))
+def test_typed_key_is_equal_exactly_when_typed_equal_holds(values: list[Any]) -> None:
+    """Values from a small domain (so equal pairs are common: 1 and True and 1.0, lists and
+    tuples, NaNs, -0.0, reordered keys): keys agree with typed_equal on every pair."""
+    keys = [typed_key(v) for v in values]
+    assert None not in keys
+    for a, key_a in zip(values, keys, strict=True):
+        for b, key_b in zip(values, keys, strict=True):
+            assert (key_a == key_b) == typed_equal(a, b), (a, b)
+
+
+@given(st.lists(_CLOSE_VALUES, max_size=12), st.lists(_CLOSE_VALUES, max_size=12))
+def test_list_diff_by_keys_matches_the_scan(old: list[Any], new: list[Any]) -> None:
+    """The config rules' list alignment by typed key gives what comparing every pair gave."""
+    from vsh_ai.rules._key_patterns import _list_diff_by_scan, list_diff
+
+    assert list_diff(old, new) == _list_diff_by_scan(old, new)
+    assert list_diff(old, old + new) == _list_diff_by_scan(old, old + new)
+    assert list_diff(old + new, new) == _list_diff_by_scan(old + new, new)
+
+
+@given(st.lists(_CLOSE_VALUES, max_size=12), st.lists(_CLOSE_VALUES, max_size=12))
+def test_typed_set_answers_as_typed_equal_does(values: list[Any], asked: list[Any]) -> None:
+    present = TypedSet(values)
+    for value in asked + values:
+        assert (value in present) == any(typed_equal(value, v) for v in values)
+
+
+def test_typed_key_declines_what_it_cannot_stand_in_for() -> None:
+    unhashable = {"a": bytearray(b"x")}
+    assert typed_key(unhashable) is None
+    assert unhashable in TypedSet([1, {"a": bytearray(b"x")}])  # compared one by one
+    assert {"a": bytearray(b"y")} not in TypedSet([unhashable])
+    assert typed_key({"a": 1, "b": [2]}) == typed_key({"b": (2,), "a": 1})
+
+
 def test_config_changes_typed() -> None:
     before = parse_config(b'{"debug": true, "workers": 4, "t": 1, "name": "x", "gone": 1}', "json")
     after = parse_config(b'{"debug": 1, "workers": 4, "t": 1.0, "name": "x", "new": {}}', "json")
@@ -734,6 +788,41 @@ def test_yaml_direct_construction_is_the_loaders(pieces: list[str]) -> None:
     value, key order, types and every error stay the loader's own."""
     text = "".join(pieces)
     assert _outcome(text, direct=True) == _outcome(text, direct=False)
+
+
+@given(st.from_regex(r"[0-9][0-9_:.eE+-]{0,10}|[0-9]{1,30}", fullmatch=True))
+def test_yaml_plain_numbers_resolve_as_pyyaml_does(value: str) -> None:
+    """Issue 18: a plain run of digits is tagged int without PyYAML's three regexes; every
+    spelling near it (leading zeros, octal, underscores, sexagesimal, floats) resolves as
+    PyYAML's safe loader resolves it."""
+    import yaml
+
+    ours, theirs = _config_yaml._Loader("x"), yaml.SafeLoader("x")
+    try:
+        for implicit in ((True, False), (False, True)):
+            assert ours.resolve(yaml.ScalarNode, value, implicit) == theirs.resolve(
+                yaml.ScalarNode, value, implicit
+            )
+    finally:
+        ours.dispose()
+        theirs.dispose()
+
+
+def test_yaml_long_documents_without_aliases_are_built_directly_alike() -> None:
+    """Issue 18: a document too long to skip the size check, but without an alias, is
+    still built directly (a matrix of 80,000 values took over a second the loader's way);
+    its value is the loader's, and the size limit still holds."""
+    import yaml
+
+    values = ["1", "0", "0123", "089", "1_000", "1:30", "1.5", "yes", "~", "2024-01-02", "'7'"]
+    items = ", ".join(values[i % len(values)] if i % 2 else str(i) for i in range(6000))
+    text = f"jobs:\n  t:\n    strategy:\n      matrix:\n        k: [{items}]\n"
+    assert not _config_yaml._cannot_explode(text)
+    assert _outcome(text, direct=True) == _outcome(text, direct=False)
+    assert typed_equal(_config_yaml.parse_yaml(text), yaml.load(text, Loader=yaml.SafeLoader))
+    huge = "k: [" + ", ".join("1" for _ in range(100_001)) + "]\n"
+    with pytest.raises(ConfigSyntaxError, match="more than 100000 nodes"):
+        _config_yaml.parse_yaml(huge)
 
 
 def test_yaml_direct_construction_keeps_yaml_rules() -> None:

@@ -72,7 +72,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from functools import lru_cache
 from threading import Lock
 from typing import Any
@@ -99,6 +99,7 @@ __all__ = (
     "ConfigFormat",
     "ConfigSyntaxError",
     "KeyChange",
+    "TypedSet",
     "check_key_pattern",
     "config_changes",
     "detect_format",
@@ -110,6 +111,7 @@ __all__ = (
     "name_matches",
     "parse_config",
     "typed_equal",
+    "typed_key",
 )
 
 # -- formats -------------------------------------------------------------------------
@@ -229,6 +231,72 @@ def typed_equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # exotic values that refuse comparison are different
         return False
+
+
+_NAN = object()  # every NaN's key: typed_equal holds between any two NaNs
+
+
+def typed_key(value: Any) -> Hashable | None:
+    """A hashable stand-in for ``value``: two keys are equal exactly when
+    :func:`typed_equal` holds for their values (so a set or dict of keys answers "is an
+    equal value among these?" at once, where a scan of ``typed_equal`` is quadratic).
+
+    None for a value it cannot stand in for (an unhashable key or scalar of a type parsed
+    trees never hold): the caller compares that one with :func:`typed_equal`.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if isinstance(value, Mapping):
+        pairs = []
+        for key, item in value.items():
+            inner = typed_key(item)
+            if inner is None:
+                return None
+            pairs.append((key, inner))  # keys compare with ==, as ``keys() ==`` does
+        try:
+            return (Mapping, frozenset(pairs))
+        except TypeError:  # an unhashable mapping key
+            return None
+    if isinstance(value, list | tuple):
+        items = []
+        for item in value:
+            inner = typed_key(item)
+            if inner is None:
+                return None
+            items.append(inner)
+        return (list, tuple(items))  # a list equals a tuple of equal items
+    if kind is float and math.isnan(value):
+        return (float, _NAN)
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return (kind, value)
+
+
+class TypedSet:
+    """Values asked about by :func:`typed_equal` in constant time (by :func:`typed_key`),
+    where ``any(typed_equal(x, v) for v in values)`` per item is quadratic."""
+
+    __slots__ = ("_keys", "_unkeyed", "_values")
+
+    def __init__(self, values: Iterable[Any]) -> None:
+        self._values = list(values)
+        self._keys: set[Hashable] = set()
+        self._unkeyed: list[Any] = []
+        for value in self._values:
+            key = typed_key(value)
+            if key is None:
+                self._unkeyed.append(value)
+            else:
+                self._keys.add(key)
+
+    def __contains__(self, value: object) -> bool:
+        key = typed_key(value)
+        if key is None:  # never in a parsed tree: compared one by one
+            return any(typed_equal(value, other) for other in self._values)
+        return key in self._keys or any(typed_equal(value, other) for other in self._unkeyed)
 
 
 def config_changes(before: Any, after: Any) -> tuple[KeyChange, ...]:

@@ -22,6 +22,14 @@ _MAX_FLOW_DEPTH = 100
 
 
 _RESOLVED: dict[tuple[type, str, bool], str] = {}
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _decimal(value: str) -> bool:
+    """``[1-9][0-9]*`` or ``0``, in ASCII."""
+    return value.isdigit() and value.isascii() and (value[0] != "0" or value == "0")
+
+
 _RESOLVED_CHARS = 64  # longer scalars are rarely repeated: resolved each time, not kept
 _RESOLVED_KEPT = 8192
 
@@ -73,7 +81,11 @@ class _Rules:
         for one can serve the next.
         """
         paths = self.yaml_path_resolvers  # type: ignore[attr-defined]  # {} in both loaders
-        if kind is not yaml.ScalarNode or len(value) > _RESOLVED_CHARS or paths:
+        if kind is not yaml.ScalarNode or paths:
+            return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
+        if _DIGITS_ARE_INT and implicit[0] and _decimal(value):
+            return _INT_TAG  # what the int resolver answers, without the three regexes
+        if len(value) > _RESOLVED_CHARS:
             return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
         key = (type(self), value, bool(implicit[0]))
         tag = _RESOLVED.get(key)
@@ -117,6 +129,18 @@ if getattr(yaml, "__with_libyaml__", False):
     _Loader = _CLoader
 else:  # pragma: no cover - PyYAML without libyaml
     _Loader = _PureLoader
+
+# A plain scalar of ASCII digits not starting with 0 (or "0" itself): YAML 1.1's float and
+# timestamp forms need a '.', ':', '-' or a letter, so PyYAML's resolvers (tried in order
+# float, int, timestamp for a first digit) answer int. ``resolve`` names that tag without
+# them when both loaders' resolvers are PyYAML's own (checked once, here).
+_DIGITS_ARE_INT = all(
+    [tag.rsplit(":", 1)[-1] for tag, _ in loader.yaml_implicit_resolvers.get(c, [])]
+    == ["float", "int", "timestamp"]
+    and not loader.yaml_implicit_resolvers.get(None)
+    for loader in (_PureLoader, _Loader)
+    for c in "0123456789"
+)
 
 
 def _marked(message: str, node: yaml.Node) -> ConfigSyntaxError:
@@ -188,7 +212,8 @@ def parse_yaml(
         raise ConfigSyntaxError(
             f"yaml: a byte order mark inside the text (line {line_of(text, bom)})"
         )
-    plain = _cannot_explode(text)  # no alias: nothing to check, every document a tree
+    plain = _cannot_explode(text)  # then no document can fail the size check
+    aliased = "*" in text  # without one, no node is shared: every document is a tree
     loader = (loader_class or _Loader)(text)
     try:
         documents: list[Any] = []
@@ -198,6 +223,7 @@ def parse_yaml(
                 break
             if not plain:
                 _check_size(node)
+            if aliased:
                 documents.append(loader.construct_document(node))
             elif direct:
                 try:

@@ -9,7 +9,12 @@ from typing import Any
 
 from .. import _toml
 from .._evidence import Evidence
-from ..analysis._config import ConfigSyntaxError, config_changes, flatten, typed_equal
+from ..analysis._config import (
+    ConfigSyntaxError,
+    TypedSet,
+    config_changes,
+    flatten,
+)
 from ..analysis._config_context import (
     commented_option,
     commented_value,
@@ -287,8 +292,9 @@ class Checker:
                 return problem
         allowed_values = constraint.allowed
         if allowed_values is not None:
+            allowed = TypedSet(allowed_values)
             for item in items:
-                if not any(typed_equal(item, allowed) for allowed in allowed_values):
+                if item not in allowed:
                     return f"{'has' if kind == 'list' else 'is'} {short(item)}, not allowed"
         if constraint.pattern is not None:
             compiled = compile_re2(constraint.pattern)

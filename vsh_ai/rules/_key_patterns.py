@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Hashable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from ..analysis._config import check_key_pattern, key_matches, name_matches, typed_equal
+from ..analysis._config import (
+    check_key_pattern,
+    key_matches,
+    name_matches,
+    typed_equal,
+    typed_key,
+)
 from ..analysis._config_keys import _segments
 from ..analysis._config_words import canonical_key, snake, words
 
@@ -146,6 +153,34 @@ def list_diff(old: list[Any], new: list[Any]) -> tuple[list[Any], list[Any]]:
     Items of ``old`` that cannot be found in order (removed, changed or reordered) are
     ``removed``; items of ``new`` left over are ``added``.
     """
+    keys = [typed_key(item) for item in old]
+    places: dict[Hashable, list[int]] = {}  # typed key -> positions in ``old``, ascending
+    for position, key in enumerate(keys):
+        places.setdefault(key, []).append(position)
+    if None in places or any(typed_key(item) is None for item in new):
+        return _list_diff_by_scan(old, new)  # a value without a typed key (never parsed)
+    added: list[Any] = []
+    removed: list[Any] = []
+    index = 0
+    for item in new:
+        key = typed_key(item)
+        if index < len(old) and keys[index] == key:
+            index += 1
+            continue
+        found = places.get(key, ())
+        at = bisect_left(found, index)
+        if at < len(found):  # the next equal old item: the ones before it are skipped
+            removed.extend(old[index : found[at]])
+            index = found[at] + 1
+        else:
+            added.append(item)
+    removed.extend(old[index:])
+    return added, removed
+
+
+def _list_diff_by_scan(old: list[Any], new: list[Any]) -> tuple[list[Any], list[Any]]:
+    """:func:`list_diff` by comparing values one by one (quadratic; for values that
+    :func:`typed_key` cannot stand in for)."""
     added: list[Any] = []
     removed: list[Any] = []
     index = 0

@@ -33,7 +33,7 @@ from pydantic import Field, field_validator
 
 from .._evidence import Evidence
 from .._verdict import Verdict
-from ..analysis._config import ConfigSyntaxError, typed_equal
+from ..analysis._config import ConfigSyntaxError, TypedSet, typed_equal
 from ..analysis._workflows import (
     MANUAL_EVENTS,
     WELL_KNOWN,
@@ -411,7 +411,8 @@ def _matrix_and_runners(path: str, before: Workflow, after: Workflow) -> Iterato
             if key in ("exclude", "include") or not isinstance(values, list):
                 continue
             if isinstance(new, list):
-                gone = [v for v in values if not any(typed_equal(v, n) for n in new)]
+                present = TypedSet(new)
+                gone = [v for v in values if v not in present]
                 if gone:
                     shown = ", ".join(map(str, gone[:5]))
                     if key.lower() in ("language", "languages") and _scans_code(job):
