@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from vsh_ai.analysis._deps import (
     MAX_FILE_BYTES,
     MAX_LOCK_FILE_BYTES,
+    MAX_NPM_RANGES,
     MAX_REQUIREMENT_LINES,
     DependencySyntaxError,
     compare_locks,
@@ -475,6 +476,34 @@ def test_too_many_requirement_lines_are_unparsable() -> None:
         parse("requirements.txt", names + "--index-url https://example.org/simple\n")
     commented = "#\n\n" * 20_000 + names
     assert len(parse("requirements.txt", commented).dependencies) == MAX_REQUIREMENT_LINES
+
+
+@pytest.mark.parametrize(
+    ("name", "spec"), [("npm_intervals", "^1.2.3 || ~0.4.1"), ("python_intervals", ">=2.1,<3")]
+)
+def test_remembered_ranges_are_each_callers_own(name: str, spec: str) -> None:
+    """Issue 18: ranges are parsed once per process; a caller changing its list changes
+    nobody else's."""
+    from vsh_ai.analysis import _deps_ranges
+
+    remembered = getattr(_deps_ranges, name)
+    first = remembered(spec)
+    assert first == remembered.__wrapped__(spec)
+    assert first
+    first.clear()
+    assert remembered(spec) == remembered.__wrapped__(spec) != []
+    assert remembered("not a range !") is None
+
+
+def test_too_many_npm_ranges_are_unparsable() -> None:
+    """Issue 18 (a red team's shape): 2,000 dependencies of 8 alternatives each took 2 s to
+    compare; the alternatives of every range in a manifest count toward the bound."""
+    half = MAX_NPM_RANGES // 2
+    deps = {f"p{i}": f"^1.{i}.0 || ^2.{i}.0" for i in range(half)}
+    assert len(parse("package.json", json.dumps({"dependencies": deps})).dependencies) == half
+    dev = {"devDependencies": {"x": "*"}}
+    with pytest.raises(DependencySyntaxError, match=rf"more than {MAX_NPM_RANGES} version ranges"):
+        parse("package.json", json.dumps({"dependencies": deps, **dev}))
 
 
 def test_memoised_requirement_parsing_gives_the_same_answers() -> None:

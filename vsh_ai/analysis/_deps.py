@@ -22,8 +22,9 @@ This module gathers the public names of the focused modules:
 - :mod:`._deps_intervals`, :mod:`._deps_pep440`: the interval model behind the ranges
 
 Parsing time is bounded: files over :data:`MAX_FILE_BYTES` (192 KiB; lock files up to
-:data:`MAX_LOCK_FILE_BYTES`, 512 KiB to 1 MiB) or with more than 10,000 requirement
-lines raise :class:`DependencySyntaxError`. Requirement strings are parsed once per
+:data:`MAX_LOCK_FILE_BYTES`, 512 KiB to 1 MiB), with more than 10,000 requirement
+lines, or a package.json with more than :data:`MAX_NPM_RANGES` version ranges raise
+:class:`DependencySyntaxError`. Requirement strings and version ranges are parsed once per
 process (memoised), so the two versions of an edit share the work for unchanged lines.
 """
 
@@ -45,6 +46,7 @@ from ._deps_model import (
     LOCK_KINDS,
     MAX_FILE_BYTES,
     MAX_LOCK_FILE_BYTES,
+    MAX_NPM_RANGES,
     MAX_REQUIREMENT_LINES,
     NPM_KINDS,
     Dependency,
@@ -72,6 +74,7 @@ __all__ = (
     "LOCK_KINDS",
     "MAX_FILE_BYTES",
     "MAX_LOCK_FILE_BYTES",
+    "MAX_NPM_RANGES",
     "MAX_REQUIREMENT_LINES",
     "NPM_KINDS",
     "Dependency",

@@ -48,6 +48,10 @@ MAX_LOCK_FILE_BYTES: dict[str, int] = {
     "pnpm-lock": 256 << 10,  # YAML: about 0.7 s of CPU per MiB and side (libyaml)
 }
 MAX_REQUIREMENT_LINES = 10_000  # pip requirement lines in one file (each is a PEP 508 parse)
+MAX_NPM_RANGES = 2_000
+"""Version ranges in one package.json, ``||`` alternatives counted apart: each is parsed
+(node-semver) and compared with the other side's (about 0.1 ms each); a manifest with more
+is not analysed (reviewed). Real manifests hold tens to a few hundred."""
 
 
 class DependencySyntaxError(ValueError):

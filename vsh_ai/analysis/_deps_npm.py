@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from ._deps_model import (
     _NPM_OVERRIDES,
     _NPM_SECTIONS,
+    MAX_NPM_RANGES,
     Dependency,
     DependencySyntaxError,
     LockEntry,
@@ -38,6 +39,7 @@ def parse_package_json(text: str, path: str = "package.json") -> Manifest:
     if not isinstance(data, dict):
         raise DependencySyntaxError(f"{path}: the top level is not an object")
     deps: list[Dependency] = []
+    ranges = 0
     for section in (*_NPM_SECTIONS, *_NPM_OVERRIDES):
         table = _pop(data, section)
         if table is None:
@@ -45,6 +47,12 @@ def parse_package_json(text: str, path: str = "package.json") -> Manifest:
         if not isinstance(table, dict):
             raise DependencySyntaxError(f"{path}: {section} is not an object")
         for name, spec in table.items():
+            ranges += spec.count("||") + 1 if isinstance(spec, str) else 1
+            if ranges > MAX_NPM_RANGES:
+                raise DependencySyntaxError(
+                    f"{path}: more than {MAX_NPM_RANGES} version ranges (at {section}.{name}); "
+                    "a manifest this large is not analysed"
+                )
             deps.append(_npm_dep(section, str(name), spec))
     scripts = data.get("scripts", {})
     scripts = {str(k): str(v) for k, v in scripts.items()} if isinstance(scripts, dict) else {}

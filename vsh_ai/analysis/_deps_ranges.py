@@ -16,7 +16,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ._deps_intervals import Relation, _intersect_all, _Interval, _subset, relate
-from ._deps_pep440 import python_intervals, version_key
+from ._deps_pep440 import python_intervals as _python_intervals
+from ._deps_pep440 import version_key
 
 Ecosystem = Literal["pypi", "npm"]
 
@@ -49,6 +50,29 @@ def _by_spec(function: Callable[[str], str | None]) -> Callable[[str], str | Non
     return cached
 
 
+def _intervals_by_spec(
+    function: Callable[[str], list[_Interval] | None],
+) -> Callable[[str], list[_Interval] | None]:
+    """``function`` remembered per (short) specifier, each caller getting its own list: one
+    change asks about each range several times (every rule, both sides), and parsing a
+    range (node-semver, ``packaging``) costs about 0.1 ms."""
+    remembered = lru_cache(maxsize=1 << 14)(
+        lambda spec: None if (found := function(spec)) is None else tuple(found)
+    )
+
+    @wraps(function)
+    def cached(spec: str) -> list[_Interval] | None:
+        if len(spec) > _SHORT:
+            return function(spec)
+        found = remembered(spec)
+        return None if found is None else list(found)
+
+    return cached
+
+
+python_intervals = _intervals_by_spec(_python_intervals)
+
+
 @_by_spec
 def pep440_exact(specifier: str) -> str | None:
     """``==2.31.0`` -> "2.31.0"; anything else (``==2.32.*``, ``>=``, two clauses) -> None."""
@@ -69,6 +93,7 @@ def _semver_key(version: Any) -> tuple[Any, ...]:
     return (version.major, version.minor, version.patch, 0 if pre else 1, pre)
 
 
+@_intervals_by_spec
 def npm_intervals(spec: str) -> list[_Interval] | None:
     """The versions an npm range admits, as intervals over semver keys; None if not a range."""
     text = _npm_text(spec)
