@@ -790,11 +790,18 @@ def test_yaml_direct_construction_is_the_loaders(pieces: list[str]) -> None:
     assert _outcome(text, direct=True) == _outcome(text, direct=False)
 
 
-@given(st.from_regex(r"[0-9][0-9_:.eE+-]{0,10}|[0-9]{1,30}", fullmatch=True))
-def test_yaml_plain_numbers_resolve_as_pyyaml_does(value: str) -> None:
-    """Issue 18: a plain run of digits is tagged int without PyYAML's three regexes; every
-    spelling near it (leading zeros, octal, underscores, sexagesimal, floats) resolves as
-    PyYAML's safe loader resolves it."""
+@given(
+    st.one_of(
+        st.from_regex(r"[0-9][0-9_:.eE+-]{0,10}|[0-9]{1,30}", fullmatch=True),
+        st.text(max_size=8),
+        st.sampled_from(["", "~", "null", "yes", "On", "n", "=", "<<", ".inf", "-1", "+0x1F"]),
+    )
+)
+def test_yaml_scalars_resolve_as_pyyaml_does(value: str) -> None:
+    """Issue 18: plain decimal digits are tagged int, and quoted scalars and plain ones whose
+    first character starts no implicit resolver str, without PyYAML's regexes; every other
+    spelling (leading zeros, octal, underscores, sexagesimal, floats, booleans, nulls)
+    resolves as PyYAML's safe loader resolves it."""
     import yaml
 
     ours, theirs = _config_yaml._Loader("x"), yaml.SafeLoader("x")
@@ -823,6 +830,46 @@ def test_yaml_long_documents_without_aliases_are_built_directly_alike() -> None:
     huge = "k: [" + ", ".join("1" for _ in range(100_001)) + "]\n"
     with pytest.raises(ConfigSyntaxError, match="more than 100000 nodes"):
         _config_yaml.parse_yaml(huge)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["[", "]", "{", "}", "a: ", "b", "- ", "\n", "  ", ", ", "[a: ", "1"]),
+        max_size=400,
+    )
+)
+def test_yaml_one_pass_size_check_agrees_with_the_full_one(parts: list[str]) -> None:
+    """Issue 18: alias-free documents are measured in one pass; it passes exactly the
+    documents the full check passes (the full check then words any refusal)."""
+    import yaml
+
+    text = "x: " + "".join(parts)
+    loader = _config_yaml._Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            try:
+                _config_yaml._check_size(node)
+                passes = True
+            except ConfigSyntaxError:
+                passes = False
+            assert _config_yaml._within_size(node) == passes
+    except yaml.YAMLError:
+        pass  # not YAML: parse_config refuses it anyway
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.parametrize(("depth", "refused"), [(100, False), (101, True)])
+def test_yaml_flow_nesting_limit_holds_on_the_direct_path(depth: int, refused: bool) -> None:
+    text = "k: " + "[" * depth + "]" * depth + "\n" + "# padding\n" * 3000
+    if refused:
+        with pytest.raises(ConfigSyntaxError, match="nest deeper than 100 levels"):
+            _config_yaml.parse_yaml(text)
+    else:
+        assert _config_yaml.parse_yaml(text) is not None
 
 
 def test_yaml_direct_construction_keeps_yaml_rules() -> None:

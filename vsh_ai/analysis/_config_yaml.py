@@ -83,8 +83,11 @@ class _Rules:
         paths = self.yaml_path_resolvers  # type: ignore[attr-defined]  # {} in both loaders
         if kind is not yaml.ScalarNode or paths:
             return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
-        if _DIGITS_ARE_INT and implicit[0] and _decimal(value):
-            return _INT_TAG  # what the int resolver answers, without the three regexes
+        if _STANDARD_RESOLVERS:
+            if not implicit[0] or (value and value[0] not in _RESOLVER_STARTS):
+                return _STR_TAG  # quoted, or no implicit resolver starts with its character
+            if _decimal(value):
+                return _INT_TAG  # what the int resolver answers, without the three regexes
         if len(value) > _RESOLVED_CHARS:
             return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
         key = (type(self), value, bool(implicit[0]))
@@ -130,11 +133,20 @@ if getattr(yaml, "__with_libyaml__", False):
 else:  # pragma: no cover - PyYAML without libyaml
     _Loader = _PureLoader
 
-# A plain scalar of ASCII digits not starting with 0 (or "0" itself): YAML 1.1's float and
-# timestamp forms need a '.', ':', '-' or a letter, so PyYAML's resolvers (tried in order
-# float, int, timestamp for a first digit) answer int. ``resolve`` names that tag without
-# them when both loaders' resolvers are PyYAML's own (checked once, here).
-_DIGITS_ARE_INT = all(
+# PyYAML tags a quoted scalar str, and a plain one by the first of the implicit resolvers
+# registered for its first character whose regex matches, else str. So a plain scalar whose
+# first character starts no resolver is str, and one of ASCII digits not starting with 0
+# (or "0" itself) is int: YAML 1.1's float and timestamp forms need a '.', ':', '-' or a
+# letter (the resolvers for a digit are float, int, timestamp, in that order).
+# ``resolve`` answers these without the regexes when both loaders' resolvers are PyYAML's
+# own (checked once, here) and none applies to every character.
+_RESOLVER_STARTS = frozenset(
+    start
+    for loader in (_PureLoader, _Loader)
+    for start, resolvers in loader.yaml_implicit_resolvers.items()
+    if resolvers and start is not None
+)
+_STANDARD_RESOLVERS = all(
     [tag.rsplit(":", 1)[-1] for tag, _ in loader.yaml_implicit_resolvers.get(c, [])]
     == ["float", "int", "timestamp"]
     and not loader.yaml_implicit_resolvers.get(None)
@@ -162,6 +174,34 @@ def _cannot_explode(text: str) -> bool:
         and len(text) <= _MAX_YAML_NODES // 4
         and 2 * (text.count("[") + text.count("{")) <= _MAX_FLOW_DEPTH
     )
+
+
+def _within_size(root: yaml.Node) -> bool:
+    """For a document without aliases (no node shared): True when it has at most the node
+    limit and nests flow collections no deeper than allowed (one pass, no bookkeeping of
+    shared nodes); False means :func:`_check_size` must look (and say where)."""
+    count = 0
+    stack: list[tuple[yaml.Node, int]] = [(root, 0)]
+    while stack:
+        node, flow = stack.pop()
+        count += 1
+        if type(node) is yaml.ScalarNode:
+            continue
+        if not isinstance(node, yaml.CollectionNode):
+            return False  # a node class of another kind: the full check decides
+        if node.flow_style:
+            flow += 1
+            if flow > _MAX_FLOW_DEPTH:
+                return False
+        if type(node) is yaml.SequenceNode:
+            stack.extend((child, flow) for child in node.value)
+        elif type(node) is yaml.MappingNode:
+            stack.extend((child, flow) for pair in node.value for child in pair)
+        else:
+            return False  # a node class of another kind: the full check decides
+        if count + len(stack) > _MAX_YAML_NODES:
+            return False
+    return True
 
 
 def _check_size(root: yaml.Node) -> None:
@@ -221,7 +261,7 @@ def parse_yaml(
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node said there is one
                 break
-            if not plain:
+            if not plain and (aliased or not _within_size(node)):
                 _check_size(node)
             if aliased:
                 documents.append(loader.construct_document(node))
