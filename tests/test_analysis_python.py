@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -549,3 +551,84 @@ def test_two_renamed_tests_with_one_body_pair_nothing() -> None:
 )
 def test_in_flat_package(path: str, expected: bool) -> None:
     assert in_flat_package(path) is expected
+
+
+_DOCSTRING_MODULES = (
+    '"""Module."""\nx = "a"\n\n\ndef f():\n    """Doc."""\n    return "b"\n',
+    'def f():\n    "a" "b"\n    return "c" "d"\n\n\nclass C:\n    ("x"\n     "y")\n    z = "w"\n',
+    'class C:\n    """C."""\n\n    def m(self):\n        """M."""; y = "s"\n'
+    '        return f"{y}"\n',
+    "".join(f'def f{i}():"""d{i}"""; return "s{i}"\n' for i in range(50)),
+    'x = 1\n"not a docstring"\n\n\nasync def g():\n    r"""Raw."""\n    await h("""no""")\n',
+)
+
+
+@pytest.mark.parametrize("source", _DOCSTRING_MODULES)
+def test_code_tokens_skip_exactly_the_docstrings(source: str) -> None:
+    """Issue 18: strings are found inside docstrings by bisect, not by a scan of every
+    docstring per string (quadratic: 42 s for a module of 25,000 one-line functions); the
+    tokens are those a scan keeps."""
+    import ast
+    import io
+    import tokenize
+
+    from vsh_ai.analysis import _python_layout
+
+    spans = _python_layout._docstring_spans(ast.parse(source))
+    expected = tuple(
+        (token.type, token.string)
+        for token in tokenize.tokenize(io.BytesIO(source.encode()).readline)
+        if token.type not in _python_layout._LAYOUT_TOKENS
+        and not (token.type == tokenize.STRING and any(a <= token.start < b for a, b in spans))
+    )
+    assert _python_layout.code_tokens(source) == expected
+    assert any(kind == tokenize.STRING for kind, _ in expected)
+
+
+def test_one_decision_parses_a_bounded_amount_of_python() -> None:
+    """Issue 18 (a red team's shape): five distinct 95 KB modules of nested brackets took
+    4 s; a rule-set decision parses at most MAX_DECISION_TOKENS words and symbols of
+    distinct sources, and the rest is unparsable (reviewed). Outside a decision nothing
+    is bounded but the size of each source."""
+    from vsh_ai.analysis._python_facts import (
+        MAX_DECISION_TOKENS,
+        CodeFact,
+        _parse,
+        python_budget,
+    )
+
+    line = "x = (a + b) * c\n"  # 10 words and symbols
+    big = (line * (MAX_DECISION_TOKENS // 20)).encode()  # half the budget
+    other = b"# another\n" + big
+    third = b"# a third\n" + big
+    with python_budget():
+        assert not isinstance(_parse(big), CodeFact)
+        assert not isinstance(_parse(big), CodeFact)  # the same source counts once
+        with python_budget():  # an inner decision shares the outer budget
+            assert not isinstance(_parse(other), CodeFact)
+        refused = _parse(third)
+        assert isinstance(refused, CodeFact)
+        assert "more Python source than one decision analyses" in refused.detail
+        assert not isinstance(_parse(b"y = 1\n"), CodeFact)  # a small one still fits
+    assert not isinstance(_parse(third), CodeFact)
+
+
+@pytest.mark.anyio
+async def test_a_rule_set_decision_reviews_python_past_its_budget(evidence_for: Any) -> None:
+    from vsh_ai._judge_files import load_judge
+
+    module = ("X = " + "(" * 40 + "1" + ")" * 40 + "\n") * 300  # about 25,000 per side
+    files = {f"src/pkg/m{i}.py": f"# module {i}\n{module}" for i in range(3)}
+
+    def spaced(count: int) -> str:
+        return "".join(
+            f"p = '/workspace/src/pkg/m{i}.py'\nvsh_write(p, vsh_read(p).replace('1', ' 1 '))\n"
+            for i in range(count)
+        )
+
+    judge = load_judge("repo-maintenance", skip_llm=True)
+    one = judge.evaluate(await evidence_for(files, spaced(1)))
+    assert one.decision == "approve", one.reason
+    three = judge.evaluate(await evidence_for(files, spaced(3)))
+    assert three.decision == "review"
+    assert "not proven allowed" in three.reason  # unparsable past the budget: unproven

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from typing import Literal, ParamSpec, TypeVar
@@ -27,7 +29,15 @@ from ._python_names import (
 )
 from ._python_tests import is_test_module, is_test_scope, patches, swallowed, tautology
 
-__all__ = ("MAX_ANALYSED_BYTES", "MAX_RISKY_FACTS", "CodeFact", "ModuleFacts", "module_facts")
+__all__ = (
+    "MAX_ANALYSED_BYTES",
+    "MAX_DECISION_TOKENS",
+    "MAX_RISKY_FACTS",
+    "CodeFact",
+    "ModuleFacts",
+    "module_facts",
+    "python_budget",
+)
 
 
 # -- facts ---------------------------------------------------------------------------
@@ -253,11 +263,65 @@ MAX_ANALYSED_BYTES = 256 * 1024  # larger sources are "unparsable": bounded time
 MAX_RISKY_FACTS = 500  # more risky calls in one module are "unparsable": too many to compare
 
 
+MAX_DECISION_TOKENS = 100_000
+"""Words and symbols (about Python's tokens) of the distinct sources one rule-set decision
+parses, all files and both sides together: parsing, tokenizing and walking cost about
+3 us per token, and the byte bound alone let dense code (nested brackets, one-line
+functions; five modules of 95 KB) cost 4 s. Sources past the budget are unparsable."""
+_TOKENISH = re.compile(rb"\w+|[^\w\s]")  # counts each bracket, operator and word once
+
+
+class _Budget:
+    """The tokens left for one decision's Python sources, and the sources it admitted."""
+
+    __slots__ = ("left", "seen")
+
+    def __init__(self, tokens: int) -> None:
+        self.left = tokens
+        self.seen: set[bytes] = set()
+
+    def admit(self, data: bytes) -> bool:
+        if data in self.seen:
+            return True
+        count = len(_TOKENISH.findall(data))
+        if count > self.left:
+            return False
+        self.left -= count
+        self.seen.add(data)
+        return True
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("vsh_ai_python_budget", default=None)
+
+
+@contextmanager
+def python_budget(tokens: int = MAX_DECISION_TOKENS) -> Iterator[None]:
+    """Bound the Python source parsed inside (one decision; an enclosing budget stays the
+    one that counts)."""
+    if _BUDGET.get() is not None:
+        yield
+        return
+    token = _BUDGET.set(_Budget(tokens))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
 def _parse(source: str | bytes) -> ast.Module | CodeFact:
-    size = len(source.encode("utf-8", "replace") if isinstance(source, str) else source)
+    data = source.encode("utf-8", "replace") if isinstance(source, str) else source
+    size = len(data)
     if size > MAX_ANALYSED_BYTES:
         return CodeFact(
             "unparsable", None, f"too large to analyse ({size} bytes > {MAX_ANALYSED_BYTES})"
+        )
+    budget = _BUDGET.get()
+    if budget is not None and not budget.admit(data):
+        return CodeFact(
+            "unparsable",
+            None,
+            f"more Python source than one decision analyses (about {MAX_DECISION_TOKENS:,} "
+            "words and symbols across its files)",
         )
     try:
         return ast.parse(source)

@@ -24,6 +24,7 @@ from ..analysis._changes import NetChange
 from ..analysis._changes import net_changes as _net_changes
 from ..analysis._globs import GlobTable
 from ..analysis._memo import analysis_of
+from ..analysis._python_facts import python_budget
 from ._glob import matching_with
 
 __all__ = (
@@ -206,7 +207,8 @@ class RuleSet:
 
     def evaluate(self, evidence: Evidence) -> Verdict:
         """Run every rule synchronously and combine the outcome (see class docs)."""
-        with matching_with(self._globs):  # each path matched once against every glob set
+        # each path matched once against every glob set; Python parsing bounded per decision
+        with matching_with(self._globs), python_budget():
             return self._evaluate(evidence)
 
     def _evaluate(self, evidence: Evidence) -> Verdict:
