@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -903,3 +904,45 @@ def test_env_files_both_parsers_agree_on_are_read() -> None:
         "E": "multi\nline",
         "F": "",
     }
+
+
+_OLD_TOKEN = re.compile(
+    r"""\s+|#[^\n]*|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[{};]|[^\s{};#"']+|["']"""
+)
+
+
+def _old_tokens(text: str) -> list[tuple[str, int]] | str:
+    """The directive tokenizer before issue 18's change: a match per whitespace run."""
+    out: list[tuple[str, int]] = []
+    line = 1
+    for match in _OLD_TOKEN.finditer(text):
+        token = match[0]
+        if token in ('"', "'"):
+            return f"unterminated {token} quote (line {line})"
+        if not token[0].isspace() and token[0] != "#":
+            out.append((token, line))
+        line += token.count("\n")
+    return out
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "b 1", ";", "{", "}", "\n", " ", "\t", "# c\n", '"q;{"', "'x'", '"', "\\"]
+        ),
+        max_size=40,
+    )
+)
+def test_directive_tokens_are_the_old_tokenizers(parts: list[str]) -> None:
+    """Issue 18: whitespace is stepped over by the search, lines are counted only for an
+    error; tokens, their lines and every error are what the old tokenizer gave."""
+    from vsh_ai.analysis import _config_directives as directives
+
+    text = "".join(parts)
+    expected = _old_tokens(text)
+    if isinstance(expected, str):
+        with pytest.raises(ConfigSyntaxError, match=re.escape(expected)):
+            directives._tokens(text)
+        return
+    tokens = directives._tokens(text)
+    assert [(t, directives._line(text, offset)) for t, offset in tokens] == expected

@@ -146,7 +146,7 @@ _PARSED_LOCK = Lock()
 # by the bytes parsed, not only by their number.
 _CACHE_ENTRIES = 65536
 _CACHE_TOTAL_BYTES = 64 * 1024 * 1024
-_CACHE_MAX_BYTES = 256 * 1024
+_CACHE_MAX_BYTES = 1024 * 1024  # the review budget: every file a decision reads stays parsed once
 _cached_bytes = 0
 
 
