@@ -308,6 +308,8 @@ def _tree(loader: Any, node: yaml.Node) -> Any:
             return node.value  # what construct_yaml_str returns for a scalar node
         if node.tag not in _SCALAR_TAGS:
             raise _Unusual(node.tag)
+        if node.tag == _INT_TAG and _decimal(node.value):
+            return int(node.value)  # construct_yaml_int's value for plain decimal digits
         return loader.yaml_constructors[node.tag](loader, node)
     if isinstance(node, yaml.SequenceNode):
         if node.tag != _SEQ_TAG:
