@@ -93,11 +93,38 @@ def test_the_gate_sets_report_each_pattern_that_matches(parts: list[str]) -> Non
     took seconds on high-entropy text); together they name exactly the patterns whose own
     search finds a match."""
     data = _decode._ascii_bytes("x " + "".join(parts))
-    _decode._LAST_HITS = (b"", None)
-    hits = _decode._gate_hits(data)
-    assert hits is not None
+    gate = _decode._GATE_SET
     expected = {i for i, regex in enumerate(_decode._GATE_PATTERNS) if regex.search(data)}
-    assert hits == {*expected, _decode._ALWAYS}
+    for sets in (gate.one, gate.groups):  # the one set, and the sets of four
+        found = sets.Match(data)
+        assert found is not None
+        assert set(found) == {*expected, _decode._ALWAYS}
+
+
+def test_the_gate_moves_to_small_sets_while_the_one_set_is_slow() -> None:
+    """High-entropy text makes one RE2 set of every pattern build DFA states without end:
+    a long text goes to sets of four at once, and after a slow window of short texts the
+    next MiB does too, with the same answers."""
+    import random
+    import string
+
+    gate = _decode._Gate([regex.pattern for regex in _decode._GATE_PATTERNS])
+    rng = random.Random(7)
+    chars = string.ascii_letters + string.digits
+
+    def noise(size: int) -> bytes:
+        return "".join(rng.choices(chars, k=size)).encode()
+
+    long = noise(_decode._LARGE_BYTES)
+    assert set(gate.Match(long) or ()) == set(gate.groups.Match(long) or ())
+    assert gate.window == (0, 0)  # a long text never ran the one set
+    shorts = [noise(1024) for _ in range(8)]  # about ten times over the limit when cold
+    answers = [gate.Match(short) for short in shorts]
+    assert gate.grouped_left > 0
+    for short, answer in zip(shorts, answers, strict=True):
+        assert answer is not None
+        grouped, one = gate.groups.Match(short), gate.one.Match(short)
+        assert set(answer) == set(grouped or ()) == set(one or ())
 
 
 def test_a_gate_that_cannot_finish_runs_every_pattern(monkeypatch: pytest.MonkeyPatch) -> None:

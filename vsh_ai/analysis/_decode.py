@@ -11,6 +11,7 @@ import base64
 import binascii
 import codecs
 import re
+import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -95,35 +96,44 @@ def _ascii_bytes(text: str) -> bytes:
 # all, so a result without that pattern means "unknown" and every pattern runs.
 
 #
-# The patterns go into several small sets, not one: RE2 builds a set's DFA state by state
-# as the text needs them, each state from every pattern of the set, and never gives up on
-# a set that keeps needing new states (as it does for one regex). On high-entropy text
-# (random tokens, JWT-like runs) one set of 64 patterns cost about 2.5 us per byte (over
-# 10 s for a decision a red team built); sets of four, about 0.1 us, and on plain text
-# about twice one set's cost (tens of nanoseconds a byte).
+# One set is fast on ordinary text (tens of nanoseconds a byte), but RE2 builds a set's
+# DFA state by state as the text needs them, each state from every pattern of the set, and
+# never gives up on a set that keeps needing new states (as it does for one regex). On
+# high-entropy text (random tokens, JWT-like runs, random words) one set of 64 patterns
+# cost 0.4-2.5 us per byte: over 10 s for a decision a red team built. Sets of four
+# patterns cost about 0.1 us per byte there, and twice one set's cost on ordinary text.
+# So a text of 16 KiB or more always goes to the sets of four (their fixed cost per call
+# is nothing beside its length), and shorter texts go to the one set while it is fast: when
+# a window of them (4 KiB or more) cost it over 250 ns a byte, the next MiB goes to the
+# sets of four, then the one set is tried again. Either way the answer is the same; only
+# the time differs (an attack pays one window at the slow rate per MiB).
 
 _GATED: dict[int, int] = {}  # id(regex) -> its index in the set (module-level regexes only)
 _GATE_PATTERNS: list[Any] = []  # the regexes themselves, so their ids stay theirs
 _GATE_SET: Any = None
 _ALWAYS = -1  # index of the always-matching pattern
-_GATE_MEMORY = 4 << 20  # per set (sixteen sets: the one set of 64 patterns had 64 MiB)
-_GATE_GROUP = 4  # patterns per set
+_GATE_MEMORY = 64 << 20  # for the one set; a set of four gets 4 MiB
+_GATE_GROUP = 4  # patterns per set when the one set is slow
+_WINDOW_BYTES = 4096
+_SLOW_NS_PER_BYTE = 250
+_GROUPED_BYTES = 1 << 20
+_LARGE_BYTES = 16 << 10  # a text this long always goes to the sets of four
 _LAST_HITS: tuple[bytes, frozenset[int] | None] = (b"", None)
 
 
 class _Sets:
-    """The gated patterns in sets of :data:`_GATE_GROUP`, matched as one set would be:
-    ``Match`` gives the global indices of the patterns that match, with :data:`_ALWAYS`
-    only when every set finished (else the caller treats the result as unknown)."""
+    """The gated patterns in RE2 sets of ``group``, matched as one set would be: ``Match``
+    gives the global indices of the patterns that match, with :data:`_ALWAYS` only when
+    every set finished (else the caller treats the result as unknown)."""
 
-    def __init__(self, patterns: list[str]) -> None:
+    def __init__(self, patterns: list[str], group: int, memory: int) -> None:
         self.sets: list[tuple[Any, int, int]] = []  # (set, first global index, its \z index)
-        for first in range(0, len(patterns), _GATE_GROUP):
+        for first in range(0, len(patterns), group):
             options = re2.Options()
             options.log_errors = False
-            options.max_mem = _GATE_MEMORY
+            options.max_mem = memory
             built = re2.Set.SearchSet(options)
-            for pattern in patterns[first : first + _GATE_GROUP]:
+            for pattern in patterns[first : first + group]:
                 built.Add(pattern)
             always = built.Add(r"\z")
             built.Compile()
@@ -139,6 +149,34 @@ class _Sets:
         return found
 
 
+class _Gate:
+    """One set while it is fast, sets of four while it is not (see above)."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.one = _Sets(patterns, max(1, len(patterns)), _GATE_MEMORY)
+        self.groups = _Sets(patterns, _GATE_GROUP, _GATE_MEMORY // 16)
+        self.grouped_left = 0  # bytes still to match with the sets of four
+        self.window = (0, 0)  # bytes and nanoseconds the one set took lately
+
+    def Match(self, data: bytes) -> list[int] | None:  # as _Sets.Match
+        if len(data) >= _LARGE_BYTES:  # one call: the sets' fixed cost is nothing here
+            return self.groups.Match(data)
+        if self.grouped_left > 0:
+            self.grouped_left -= len(data)
+            return self.groups.Match(data)
+        started = time.perf_counter_ns()
+        found = self.one.Match(data)
+        spent = time.perf_counter_ns() - started
+        size, took = self.window
+        size, took = size + len(data), took + spent
+        if size >= _WINDOW_BYTES:
+            if took > _SLOW_NS_PER_BYTE * size:
+                self.grouped_left = _GROUPED_BYTES
+            size, took = 0, 0
+        self.window = (size, took)  # one tuple write: a race only changes which sets run
+        return found
+
+
 def gate(regexes: Iterable[Any]) -> None:
     """Add module-level RE2 regexes to the gate (rebuilt once with every one added)."""
     global _GATE_SET, _LAST_HITS
@@ -147,7 +185,7 @@ def gate(regexes: Iterable[Any]) -> None:
             _GATED[id(regex)] = len(_GATE_PATTERNS)
             _GATE_PATTERNS.append(regex)
     try:
-        built = _Sets([regex.pattern for regex in _GATE_PATTERNS])
+        built = _Gate([regex.pattern for regex in _GATE_PATTERNS])
     except re2.error:  # cannot build it: no gate, every pattern runs (slower, same result)
         _GATED.clear()
         _GATE_SET = None
