@@ -22,16 +22,14 @@ _MAX_FLOW_DEPTH = 100
 
 
 _RESOLVED: dict[tuple[type, str, bool], str] = {}
+_RESOLVED_CHARS = 64  # longer scalars are rarely repeated: resolved each time, not kept
+_RESOLVED_KEPT = 8192
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
 def _decimal(value: str) -> bool:
     """``[1-9][0-9]*`` or ``0``, in ASCII."""
     return value.isdigit() and value.isascii() and (value[0] != "0" or value == "0")
-
-
-_RESOLVED_CHARS = 64  # longer scalars are rarely repeated: resolved each time, not kept
-_RESOLVED_KEPT = 8192
 
 
 class _Rules:
