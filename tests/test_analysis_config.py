@@ -946,3 +946,19 @@ def test_directive_tokens_are_the_old_tokenizers(parts: list[str]) -> None:
         return
     tokens = directives._tokens(text)
     assert [(t, directives._line(text, offset)) for t, offset in tokens] == expected
+
+
+def test_ini_files_and_yaml_streams_of_too_many_parts_are_not_analysed() -> None:
+    """Issue 18 (a red team's shapes): 490 KB of empty INI sections, or of one-line YAML
+    documents, took about a second to compare; past a bound they are unparsable."""
+    from vsh_ai.analysis._config_formats import MAX_INI_SECTIONS
+
+    ini = "".join(f"[s{i}]\nk = v\n" for i in range(MAX_INI_SECTIONS))
+    assert len(parse_config(ini.encode(), "ini")) == MAX_INI_SECTIONS
+    with pytest.raises(ConfigSyntaxError, match="section headers, more than the 2000"):
+        parse_config((ini + "  [one more]\n").encode(), "ini")
+    limit = _config_yaml._MAX_YAML_DOCUMENTS
+    stream = "---\na: 1\n" * limit
+    assert len(parse_config(stream.encode(), "yaml")) == limit
+    with pytest.raises(ConfigSyntaxError, match=f"more than {limit} documents"):
+        parse_config((stream + "---\nb: 2\n").encode(), "yaml")

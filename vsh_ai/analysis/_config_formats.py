@@ -53,7 +53,19 @@ def _json_constant_line(text: str, name: str) -> str:
 # INI
 
 
+MAX_INI_SECTIONS = 2_000
+"""Section headers in one INI file: ``configparser`` costs about 30 us a section (its
+section proxies), so a 490 KB file of empty sections took over a second to compare. Real
+files have tens; more are not analysed."""
+_SECTION = re.compile(r"(?m)^[ \t]*\[")
+
+
 def parse_ini(text: str) -> Any:
+    headers = len(_SECTION.findall(text))
+    if headers > MAX_INI_SECTIONS:
+        raise ConfigSyntaxError(
+            f"ini: {headers} section headers, more than the {MAX_INI_SECTIONS} analysed"
+        )
     parser = configparser.ConfigParser(
         strict=True, interpolation=None, default_section="DEFAULT", allow_no_value=False
     )

@@ -14,6 +14,7 @@ __all__ = ("parse_yaml",)
 # YAML
 
 _MAX_YAML_NODES = 100_000
+_MAX_YAML_DOCUMENTS = 1_000  # each costs its own pass; real files hold a few
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 
@@ -259,6 +260,10 @@ def parse_yaml(
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node said there is one
                 break
+            if len(documents) >= _MAX_YAML_DOCUMENTS:
+                raise ConfigSyntaxError(
+                    f"yaml: more than {_MAX_YAML_DOCUMENTS} documents (not analysed)"
+                )
             if not plain and (aliased or not _within_size(node)):
                 _check_size(node)
             if aliased:
