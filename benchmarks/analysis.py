@@ -103,9 +103,9 @@ def clear_caches() -> None:
     _config._PARSED.clear()
     _config._FLAT.clear()
     _secrets.clear_cache()
-    from vsh_ai.analysis._python import module_facts
+    from vsh_ai.analysis._python_facts import remembered_facts
 
-    module_facts.cache_clear()
+    remembered_facts.cache_clear()
 
 
 def _timed(function: Callable[[Any], object], argument: Any, repeat: int = 3) -> float:

@@ -458,7 +458,7 @@ def test_garbage_collection_is_paused_and_restored(enabled: bool) -> None:
     try:
         gc.enable() if enabled else gc.disable()
         _python_facts._index = spy
-        _python_facts.module_facts.cache_clear()
+        _python_facts.remembered_facts.cache_clear()
         assert kinds(None, "import os\nos.system('x')\n") == [("process", "os.system")]
         assert gc.isenabled() is enabled
         assert kinds(None, "x = 1\ny = 2\nz = 3\n") == [
@@ -613,6 +613,26 @@ def test_one_decision_parses_a_bounded_amount_of_python() -> None:
     assert not isinstance(_parse(third), CodeFact)
 
 
+def test_a_budget_refusal_is_not_remembered_for_the_next_decision() -> None:
+    """Module facts are remembered per source across decisions; a module one decision had
+    no room for is analysed in full by the next (else a change could decide another)."""
+    from vsh_ai.analysis import _python_facts
+    from vsh_ai.analysis._python_facts import module_facts, python_budget
+
+    _python_facts.remembered_facts.cache_clear()
+    source = b"import os\nos.system('x')\n"
+    with python_budget(tokens=3):  # no room for it
+        refused = module_facts(source)
+    assert refused.error is not None
+    assert "more Python source" in refused.error.detail
+    with python_budget():
+        again = module_facts(source)
+    assert again.error is None
+    assert [kind for kind, *_ in again.risky] == ["process"]
+    with python_budget(tokens=3):  # a remembered module still counts toward a budget
+        assert module_facts(source).error is not None
+
+
 @pytest.mark.anyio
 async def test_a_rule_set_decision_reviews_python_past_its_budget(evidence_for: Any) -> None:
     from vsh_ai._judge_files import load_judge
@@ -631,4 +651,4 @@ async def test_a_rule_set_decision_reviews_python_past_its_budget(evidence_for: 
     assert one.decision == "approve", one.reason
     three = judge.evaluate(await evidence_for(files, spaced(3)))
     assert three.decision == "review"
-    assert "not proven allowed" in three.reason  # unparsable past the budget: unproven
+    assert "more Python source than one decision analyses" in three.reason

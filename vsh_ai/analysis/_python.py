@@ -20,7 +20,14 @@ module's facts (``_python_facts``), comparing versions (``_python_compare``), la
 from __future__ import annotations
 
 from ._python_compare import LineDiff, code_changes, iter_python_facts, line_diff
-from ._python_facts import MAX_ANALYSED_BYTES, MAX_RISKY_FACTS, CodeFact, ModuleFacts, module_facts
+from ._python_facts import (
+    MAX_ANALYSED_BYTES,
+    MAX_RISKY_FACTS,
+    CodeFact,
+    ModuleFacts,
+    module_facts,
+    remembered_facts,
+)
 from ._python_layout import code_tokens, docstring_free_dump
 from ._python_names import (
     CALL_CATEGORIES,
@@ -52,5 +59,5 @@ __all__ = (
 
 def benchmark_text(text: str) -> object:
     """What a decision does with ``text`` as a new module (benchmarks/analysis.py)."""
-    module_facts.cache_clear()
+    remembered_facts.cache_clear()
     return code_changes(None, text)

@@ -37,6 +37,7 @@ __all__ = (
     "ModuleFacts",
     "module_facts",
     "python_budget",
+    "remembered_facts",
 )
 
 
@@ -308,6 +309,19 @@ def python_budget(tokens: int = MAX_DECISION_TOKENS) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+def _over_budget(data: bytes) -> CodeFact | None:
+    """The refusal of ``data`` when the current decision's budget has no room for it."""
+    budget = _BUDGET.get()
+    if budget is None or budget.admit(data):
+        return None
+    return CodeFact(
+        "unparsable",
+        None,
+        f"more Python source than one decision analyses (about {MAX_DECISION_TOKENS:,} "
+        "words and symbols across its files)",
+    )
+
+
 def _parse(source: str | bytes) -> ast.Module | CodeFact:
     data = source.encode("utf-8", "replace") if isinstance(source, str) else source
     size = len(data)
@@ -315,14 +329,9 @@ def _parse(source: str | bytes) -> ast.Module | CodeFact:
         return CodeFact(
             "unparsable", None, f"too large to analyse ({size} bytes > {MAX_ANALYSED_BYTES})"
         )
-    budget = _BUDGET.get()
-    if budget is not None and not budget.admit(data):
-        return CodeFact(
-            "unparsable",
-            None,
-            f"more Python source than one decision analyses (about {MAX_DECISION_TOKENS:,} "
-            "words and symbols across its files)",
-        )
+    refused = _over_budget(data)
+    if refused is not None:
+        return refused
     try:
         return ast.parse(source)
     except SyntaxError as error:
@@ -365,12 +374,22 @@ def _without_gc(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
-@lru_cache(maxsize=256)
 def module_facts(source: str | bytes) -> ModuleFacts:
     """Definitions, risky calls, skips/hooks and assertions of one module version.
 
-    A module nested too deeply to analyse is reported like one that does not parse.
+    A module nested too deeply to analyse is reported like one that does not parse, and so
+    is one the current decision's budget has no room for (that refusal is never
+    remembered: the next decision analyses the module afresh).
     """
+    data = source.encode("utf-8", "replace") if isinstance(source, str) else source
+    refused = _over_budget(data) if len(data) <= MAX_ANALYSED_BYTES else None
+    return ModuleFacts(refused) if refused is not None else remembered_facts(source)
+
+
+@lru_cache(maxsize=256)
+def remembered_facts(source: str | bytes) -> ModuleFacts:
+    """:func:`module_facts` without the decision's budget, remembered per source."""
+    token = _BUDGET.set(None)  # the budget was asked before; a remembered answer is budget-free
     try:
         with _gc_paused():
             return _module_facts(source)
@@ -378,6 +397,8 @@ def module_facts(source: str | bytes) -> ModuleFacts:
         return ModuleFacts(
             CodeFact("unparsable", None, f"too deeply nested ({type(error).__name__})")
         )
+    finally:
+        _BUDGET.reset(token)
 
 
 def _neutered(
