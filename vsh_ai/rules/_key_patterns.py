@@ -157,13 +157,13 @@ def list_diff(old: list[Any], new: list[Any]) -> tuple[list[Any], list[Any]]:
     places: dict[Hashable, list[int]] = {}  # typed key -> positions in ``old``, ascending
     for position, key in enumerate(keys):
         places.setdefault(key, []).append(position)
-    if None in places or any(typed_key(item) is None for item in new):
+    new_keys = [typed_key(item) for item in new]
+    if None in places or None in new_keys:
         return _list_diff_by_scan(old, new)  # a value without a typed key (never parsed)
     added: list[Any] = []
     removed: list[Any] = []
     index = 0
-    for item in new:
-        key = typed_key(item)
+    for item, key in zip(new, new_keys, strict=True):
         if index < len(old) and keys[index] == key:
             index += 1
             continue
