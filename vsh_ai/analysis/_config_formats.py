@@ -57,7 +57,7 @@ MAX_INI_SECTIONS = 2_000
 """Section headers in one INI file: ``configparser`` costs about 30 us a section (its
 section proxies), so a 490 KB file of empty sections took over a second to compare. Real
 files have tens; more are not analysed."""
-_SECTION = re.compile(r"(?m)^[ \t]*\[")
+_SECTION = re.compile(r"(?m)^\s*\[")  # configparser strips any whitespace first
 
 
 def parse_ini(text: str) -> Any:
